@@ -1,0 +1,67 @@
+package hairpin
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/coredns/coredns/coremain"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// restConfig returns the API client configuration: the kubeconfig file (and
+// context) when one is given, the in-cluster service account otherwise.
+// Protobuf is asked for, as the kubernetes plugin does: it is smaller to
+// decode than JSON for built-in kinds.
+func restConfig(s settings) (*rest.Config, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
+	if s.kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster client config (set kubeconfig PATH to run outside a cluster): %w", err)
+		}
+	} else {
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.kubeconfig}
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: s.kubecontext}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %q: %w", s.kubeconfig, err)
+		}
+	}
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	cfg.UserAgent = fmt.Sprintf("%s-hairpin/%s (%s/%s)", coremain.CoreName, coremain.CoreVersion, runtime.GOOS, runtime.GOARCH)
+	return cfg, nil
+}
+
+// clientFactory validates the client configuration now, so that a bad
+// kubeconfig stops startup, and returns a constructor for the client that
+// OnStartup calls when a new cache is needed.
+func clientFactory(s settings) (func() (*clients, error), error) {
+	cfg, err := restConfig(s)
+	if err != nil {
+		return nil, err
+	}
+	return func() (*clients, error) {
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes client: %w", err)
+		}
+		return &clients{kube: kube, config: rest.CopyConfig(cfg)}, nil
+	}, nil
+}
+
+// clients are the API clients a cache watches with. config is kept for
+// clients of CRD kinds, which need JSON rather than protobuf.
+type clients struct {
+	kube   kubernetes.Interface
+	config *rest.Config
+}
+
+// newClientFactory is clientFactory; tests replace it with fake clients.
+var newClientFactory = clientFactory

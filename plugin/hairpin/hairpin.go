@@ -1,0 +1,112 @@
+// Package hairpin answers the cluster's own Ingress and Gateway API hostnames
+// with the ClusterIP of a PROXY-protocol proxy, so that in-cluster clients
+// reach ingress-nginx through the proxy instead of short-circuiting the load
+// balancer that would have added the PROXY header.
+package hairpin
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/metrics"
+	"github.com/coredns/coredns/request"
+
+	"github.com/miekg/dns"
+)
+
+// Hairpin is the plugin handler of one server block.
+type Hairpin struct {
+	Next  plugin.Handler
+	Zones []string
+
+	ttl   uint32
+	cache atomic.Pointer[hostCache] // set in OnStartup; nil before
+}
+
+// Name implements plugin.Handler.
+func (h *Hairpin) Name() string { return pluginName }
+
+// ServeDNS implements plugin.Handler. It answers A, AAAA, HTTPS and SVCB for
+// hairpin hosts and hands everything else to the next plugin unchanged.
+func (h *Hairpin) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	qtype := state.QType()
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeHTTPS, dns.TypeSVCB:
+	default:
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+	hc := h.cache.Load()
+	if hc == nil || !hc.hasSynced() {
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+	qname := state.Name()
+	zone := plugin.Zones(h.Zones).Matches(qname)
+	if zone == "" {
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+	target := hc.index().lookup(qname)
+	if target == nil {
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+	addrs := target.load()
+	if addrs.empty() {
+		queriesTotal.WithLabelValues(metrics.WithServer(ctx), dns.TypeToString[qtype], outcomeNoProxy).Inc()
+		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
+	}
+
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	switch qtype {
+	case dns.TypeA:
+		m.Answer = h.addressRecords(state.QName(), dns.TypeA, addrs.v4)
+	case dns.TypeAAAA:
+		m.Answer = h.addressRecords(state.QName(), dns.TypeAAAA, addrs.v6)
+	}
+	outcome := outcomeAnswer
+	if len(m.Answer) == 0 {
+		// NODATA, never the upstream's answer: a public AAAA or an HTTPS
+		// record's address hints would send the client around the proxy.
+		m.Ns = []dns.RR{h.soa(zone)}
+		outcome = outcomeNoData
+	}
+	queriesTotal.WithLabelValues(metrics.WithServer(ctx), dns.TypeToString[qtype], outcome).Inc()
+	w.WriteMsg(m)
+	return dns.RcodeSuccess, nil
+}
+
+// addressRecords builds A or AAAA records owned by the name as the client
+// spelled it, so that the answer keeps the query's letter case.
+func (h *Hairpin) addressRecords(owner string, rrtype uint16, ips []net.IP) []dns.RR {
+	if len(ips) == 0 {
+		return nil
+	}
+	hdr := dns.RR_Header{Name: owner, Rrtype: rrtype, Class: dns.ClassINET, Ttl: h.ttl}
+	rrs := make([]dns.RR, len(ips))
+	for i, ip := range ips {
+		if rrtype == dns.TypeA {
+			rrs[i] = &dns.A{Hdr: hdr, A: ip}
+		} else {
+			rrs[i] = &dns.AAAA{Hdr: hdr, AAAA: ip}
+		}
+	}
+	return rrs
+}
+
+// soa is the authority record of a NODATA answer. Its minimum is the answer
+// TTL, so negative caching lasts no longer than a positive answer would.
+func (h *Hairpin) soa(zone string) dns.RR {
+	return &dns.SOA{
+		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: h.ttl},
+		Ns:      "ns.dns." + zone,
+		Mbox:    "hostmaster.dns." + zone,
+		Serial:  1,
+		Refresh: 7200,
+		Retry:   1800,
+		Expire:  86400,
+		Minttl:  h.ttl,
+	}
+}

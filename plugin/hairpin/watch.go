@@ -1,0 +1,219 @@
+package hairpin
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	core "k8s.io/api/core/v1"
+	networking "k8s.io/api/networking/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// watches are the informers of one cache.
+type watches struct {
+	factories []informers.SharedInformerFactory
+	ingresses []cache.SharedIndexInformer
+	classes   cache.SharedIndexInformer // nil unless ingress_class filters
+	synced    []cache.InformerSynced    // one per handler registration
+}
+
+// start begins watching and returns at once; markSynced runs when every
+// informer has delivered its first list to our handlers.
+func (hc *hostCache) start() error {
+	s := hc.settings
+	namespaces := s.namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{meta.NamespaceAll}
+	}
+	selector := s.labels.String()
+	for _, ns := range namespaces {
+		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0,
+			informers.WithNamespace(ns),
+			informers.WithTweakListOptions(func(o *meta.ListOptions) { o.LabelSelector = selector }),
+			informers.WithTransform(slimIngressKeeping(!s.labels.Empty())))
+		inf := f.Networking().V1().Ingresses().Informer()
+		if err := hc.watch(inf, hc.onIngress, hc.onIngressDelete); err != nil {
+			return err
+		}
+		hc.watches.ingresses = append(hc.watches.ingresses, inf)
+		hc.watches.factories = append(hc.watches.factories, f)
+	}
+
+	if filtersClasses(s.ingressClasses) {
+		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0, informers.WithTransform(slimIngressClass))
+		inf := f.Networking().V1().IngressClasses().Informer()
+		onClass := func(any) { hc.onIngressClass() }
+		if err := hc.watch(inf, onClass, onClass); err != nil {
+			return err
+		}
+		hc.watches.classes = inf
+		hc.watches.factories = append(hc.watches.factories, f)
+	}
+
+	reportProxyAddresses(hc.target.load())
+	if len(s.proxyIPs) == 0 {
+		byName := fields.OneTermEqualSelector("metadata.name", s.proxyName).String()
+		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0,
+			informers.WithNamespace(s.proxyNamespace),
+			informers.WithTweakListOptions(func(o *meta.ListOptions) { o.FieldSelector = byName }),
+			informers.WithTransform(slimService))
+		inf := f.Core().V1().Services().Informer()
+		onDelete := func(obj any) {
+			if svc, ok := obj.(*core.Service); ok && svc.Name == s.proxyName {
+				hc.onService(nil)
+			}
+		}
+		if err := hc.watch(inf, hc.onService, onDelete); err != nil {
+			return err
+		}
+		hc.watches.factories = append(hc.watches.factories, f)
+	}
+
+	for _, f := range hc.watches.factories {
+		f.Start(hc.stopCh)
+	}
+	hc.wg.Add(2)
+	go hc.publishLoop()
+	go func() {
+		defer hc.wg.Done()
+		if cache.WaitForCacheSync(hc.stopCh, hc.watches.synced...) {
+			hc.markSynced()
+		}
+	}()
+	return nil
+}
+
+// stop ends every watch and waits for the goroutines to exit, so a reload
+// leaks neither.
+func (hc *hostCache) stop() {
+	close(hc.stopCh)
+	for _, f := range hc.watches.factories {
+		f.Shutdown()
+	}
+	hc.wg.Wait()
+}
+
+// watch registers handlers for adds and updates (onUpsert) and deletes.
+func (hc *hostCache) watch(inf cache.SharedIndexInformer, onUpsert, onDelete func(any)) error {
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onUpsert,
+		UpdateFunc: func(_, obj any) { onUpsert(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			onDelete(obj)
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("registering event handler: %w", err)
+	}
+	hc.watches.synced = append(hc.watches.synced, reg.HasSynced)
+	return nil
+}
+
+func filtersClasses(classes []string) bool {
+	return len(classes) > 0 && !slices.Contains(classes, "*")
+}
+
+func ingressOwner(ns, name string) string { return "ingress/" + ns + "/" + name }
+
+func (hc *hostCache) onIngress(obj any) {
+	ing, ok := obj.(*networking.Ingress)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.setClaimsLocked(ingressOwner(ing.Namespace, ing.Name), hc.ingressClaims(ing), now)
+}
+
+func (hc *hostCache) onIngressDelete(obj any) {
+	ing, ok := obj.(*networking.Ingress)
+	if !ok {
+		return
+	}
+	now := time.Now()
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.setClaimsLocked(ingressOwner(ing.Namespace, ing.Name), ownerClaims{}, now)
+}
+
+// ingressClaims is what ing contributes under the current default class. The
+// caller holds hc.mu.
+func (hc *hostCache) ingressClaims(ing *networking.Ingress) ownerClaims {
+	if !hc.settings.labels.Matches(labels.Set(ing.Labels)) {
+		return ownerClaims{}
+	}
+	if filtersClasses(hc.settings.ingressClasses) &&
+		!slices.Contains(hc.settings.ingressClasses, ingressClass(ing, hc.defaultClass)) {
+		return ownerClaims{}
+	}
+	served, rejected := classifyHosts(ingressHosts(ing), hc.settings.zones)
+	return ownerClaims{hosts: served, rejected: rejected, target: hc.target}
+}
+
+// onIngressClass recomputes every Ingress when the default class changes:
+// Ingresses that name no class follow the default.
+func (hc *hostCache) onIngressClass() {
+	now := time.Now()
+	var classes []*networking.IngressClass
+	for _, obj := range hc.watches.classes.GetStore().List() {
+		if ic, ok := obj.(*networking.IngressClass); ok {
+			classes = append(classes, ic)
+		}
+	}
+	def := defaultIngressClass(classes)
+
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if def == hc.defaultClass {
+		return
+	}
+	log.Infof("default IngressClass is now %q", def)
+	hc.defaultClass = def
+	for _, inf := range hc.watches.ingresses {
+		for _, obj := range inf.GetStore().List() {
+			if ing, ok := obj.(*networking.Ingress); ok {
+				hc.setClaimsLocked(ingressOwner(ing.Namespace, ing.Name), hc.ingressClaims(ing), now)
+			}
+		}
+	}
+}
+
+// onService follows the proxy Service; nil means it was deleted. Other
+// Services are ignored even if a server does not honour the field selector.
+func (hc *hostCache) onService(obj any) {
+	svc, _ := obj.(*core.Service)
+	if svc != nil && svc.Name != hc.settings.proxyName {
+		return
+	}
+	addrs := serviceAddrs(svc)
+	if !hc.target.store(addrs) {
+		return
+	}
+	reportProxyAddresses(addrs)
+	if addrs.empty() {
+		log.Warningf("proxy Service %s has no ClusterIP (missing or headless); queries for hairpin hosts pass through", hc.target.name)
+		return
+	}
+	log.Infof("proxy Service %s: answering with %v %v", hc.target.name, addrs.v4, addrs.v6)
+}
+
+// slimService keeps only the ClusterIPs.
+func slimService(obj any) (any, error) {
+	svc, ok := obj.(*core.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &core.Service{
+		ObjectMeta: slimMeta(svc.ObjectMeta),
+		Spec:       core.ServiceSpec{ClusterIP: svc.Spec.ClusterIP, ClusterIPs: svc.Spec.ClusterIPs, Type: svc.Spec.Type},
+	}, nil
+}
