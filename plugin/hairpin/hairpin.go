@@ -7,6 +7,7 @@ package hairpin
 import (
 	"context"
 	"net"
+	"strings"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -42,11 +43,9 @@ func (h *Hairpin) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if hc == nil || !hc.hasSynced() {
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
-	qname := state.Name()
-	zone := plugin.Zones(h.Zones).Matches(qname)
-	if zone == "" {
-		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
-	}
+	// The index holds only hosts inside the zones, so a hit is in a zone;
+	// the zone itself is only needed for the SOA of a NODATA answer.
+	qname := strings.ToLower(state.QName())
 	target := hc.index().lookup(qname)
 	if target == nil {
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
@@ -70,12 +69,34 @@ func (h *Hairpin) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if len(m.Answer) == 0 {
 		// NODATA, never the upstream's answer: a public AAAA or an HTTPS
 		// record's address hints would send the client around the proxy.
-		m.Ns = []dns.RR{h.soa(zone)}
+		m.Ns = []dns.RR{h.soa(matchZone(h.Zones, qname))}
 		outcome = outcomeNoData
 	}
 	queriesTotal.WithLabelValues(metrics.WithServer(ctx), dns.TypeToString[qtype], outcome).Inc()
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
+}
+
+// matchZone returns the longest zone that contains qname, or "". Both are
+// lowercase FQDNs. Unlike plugin.Zones.Matches it does not allocate.
+func matchZone(zones []string, qname string) string {
+	best := ""
+	for _, z := range zones {
+		if len(z) > len(best) && inZone(z, qname) {
+			best = z
+		}
+	}
+	return best
+}
+
+func inZone(zone, qname string) bool {
+	if zone == "." {
+		return true
+	}
+	if !strings.HasSuffix(qname, zone) {
+		return false
+	}
+	return len(qname) == len(zone) || qname[len(qname)-len(zone)-1] == '.'
 }
 
 // addressRecords builds A or AAAA records owned by the name as the client

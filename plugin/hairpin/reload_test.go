@@ -1,0 +1,180 @@
+package hairpin
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	_ "github.com/coredns/coredns/core" // the dns server type
+	"github.com/coredns/coredns/core/dnsserver"
+	_ "github.com/coredns/coredns/plugin/bind"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// useFakeClients makes setup hand out fake clientsets over objs.
+func useFakeClients(t *testing.T, objs ...k8sruntime.Object) {
+	t.Helper()
+	orig := newClientFactory
+	newClientFactory = func(settings) (func() (*clients, error), error) {
+		return func() (*clients, error) { return &clients{kube: fake.NewClientset(objs...)}, nil }, nil
+	}
+	t.Cleanup(func() { newClientFactory = orig })
+
+	dirs := slices.Clone(dnsserver.Directives)
+	if !slices.Contains(dirs, pluginName) {
+		i := slices.Index(dirs, "hosts")
+		if err := dnsserver.SetDirectives(slices.Insert(dirs, i, pluginName)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// twoBlocks is a Corefile with two server blocks whose hairpin settings are
+// the same, apart from ttl, which does not shape the cache.
+func twoBlocks(p1, p2 int, extra string) caddy.Input {
+	return caddy.CaddyfileInput{ServerTypeName: "dns", Contents: []byte(fmt.Sprintf(`
+example.com:%d {
+    bind 127.0.0.1
+    hairpin {
+        startup_timeout 5s
+        %s
+    }
+}
+example.com:%d {
+    bind 127.0.0.1
+    hairpin {
+        ttl 30
+        %s
+    }
+}`, p1, extra, p2, extra))}
+}
+
+func sharedCaches() map[*hostCache]int {
+	shared.Lock()
+	defer shared.Unlock()
+	out := map[*hostCache]int{}
+	for _, sc := range shared.caches {
+		out[sc.cache] = sc.refs
+	}
+	return out
+}
+
+func onlyCache(t *testing.T) *hostCache {
+	t.Helper()
+	caches := sharedCaches()
+	if len(caches) != 1 {
+		t.Fatalf("%d shared caches, want 1", len(caches))
+	}
+	for hc, refs := range caches {
+		if refs != 2 {
+			t.Fatalf("cache held by %d server blocks, want 2", refs)
+		}
+		return hc
+	}
+	return nil
+}
+
+func TestTwoServerBlocksShareOneCacheAndReloadKeepsIt(t *testing.T) {
+	useFakeClients(t, proxyService("127.77.0.10"), ingress("default", "app", "", "app.example.com"))
+	baseline := runtime.NumGoroutine()
+	p1, p2 := freeLoopbackPort(t), freeLoopbackPort(t)
+
+	inst, err := caddy.Start(twoBlocks(p1, p2, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := onlyCache(t)
+	if !first.hasSynced() {
+		t.Fatal("cache not synced after OnStartup")
+	}
+
+	// Reloads with the same settings keep the same cache: no re-list.
+	for i := 0; i < 5; i++ {
+		if inst, err = inst.Restart(twoBlocks(p1, p2, "")); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+		if got := onlyCache(t); got != first {
+			t.Fatalf("reload %d replaced the cache", i)
+		}
+	}
+
+	// A reload that changes the settings replaces the cache and stops the old one.
+	if inst, err = inst.Restart(twoBlocks(p1, p2, "labels team=a")); err != nil {
+		t.Fatal(err)
+	}
+	if got := onlyCache(t); got == first {
+		t.Fatal("changed settings kept the old cache")
+	}
+	select {
+	case <-first.stopCh:
+	default:
+		t.Fatal("the old cache was not stopped")
+	}
+
+	inst.Stop()
+	for _, err := range inst.ShutdownCallbacks() {
+		t.Error(err)
+	}
+	if n := len(sharedCaches()); n != 0 {
+		t.Fatalf("%d caches left after shutdown", n)
+	}
+	waitForGoroutines(t, baseline)
+}
+
+// waitForGoroutines fails unless the goroutine count settles back to at most
+// baseline (plus a little slack for runtime and test helpers).
+func waitForGoroutines(t *testing.T, baseline int) {
+	t.Helper()
+	const slack = 3
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= baseline+slack {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			t.Fatalf("%d goroutines, baseline %d: leaked\n%s", n, baseline, buf)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestRepeatedReloadsDoNotLeakGoroutines(t *testing.T) {
+	useFakeClients(t, proxyService("127.77.0.10"))
+	baseline := runtime.NumGoroutine()
+	p1, p2 := freeLoopbackPort(t), freeLoopbackPort(t)
+	inst, err := caddy.Start(twoBlocks(p1, p2, "labels round=0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every reload changes the settings, so every reload starts new watches
+	// and must stop the old ones.
+	for i := 1; i <= 10; i++ {
+		if inst, err = inst.Restart(twoBlocks(p1, p2, fmt.Sprintf("labels round=%d", i))); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+	}
+	afterReloads := runtime.NumGoroutine()
+	inst.Stop()
+	inst.ShutdownCallbacks()
+	waitForGoroutines(t, baseline)
+	t.Logf("goroutines: baseline %d, with one live cache after 10 reloads %d", baseline, afterReloads)
+}
