@@ -271,4 +271,3 @@ func TestProxyServiceChangesAreFollowed(t *testing.T) {
 	}
 	wantAddrs("127.77.0.13 ")
 }
-
