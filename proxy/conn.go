@@ -1,0 +1,139 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// clientConn is one accepted connection from accept to close.
+type clientConn struct {
+	srv      *Server
+	rs       *routeServer
+	conn     net.Conn
+	accepted time.Time
+	ctx      context.Context // cancelled by abort, to stop a dial in progress
+	cancel   context.CancelFunc
+
+	mu      sync.Mutex
+	relay   *relay
+	aborted string
+}
+
+// abort is how shutdown closes a connection at the drain deadline, whatever
+// stage it is in.
+func (c *clientConn) abort(reason string) {
+	c.mu.Lock()
+	if c.aborted == "" {
+		c.aborted = reason
+	}
+	r := c.relay
+	c.mu.Unlock()
+	c.cancel()
+	if r != nil {
+		r.abort(reason)
+		return
+	}
+	_ = c.conn.Close()
+}
+
+func (c *clientConn) serve() {
+	defer c.srv.release(c)
+	defer c.cancel()
+	log := c.srv.log
+	rs := c.rs
+	m := rs.metrics
+
+	hdr, err := buildHeader(c.srv.cfg.ProxyProtocol, c.conn.RemoteAddr(), c.conn.LocalAddr(), rs.HeaderPort)
+	if err != nil {
+		m.refuse(RefusedHeader)
+		log.Warn("connection refused: no valid PROXY header", "route", rs.Name, "err", err)
+		resetClose(c.conn)
+		return
+	}
+	client, ok := c.conn.(halfCloser)
+	if !ok {
+		m.refuse(RefusedHeader)
+		log.Warn("connection refused: not a TCP connection", "route", rs.Name, "type", fmt.Sprintf("%T", c.conn))
+		resetClose(c.conn)
+		return
+	}
+
+	up, err := c.dialUpstream()
+	if err != nil {
+		resetClose(c.conn)
+		if c.abortedReason() != "" {
+			m.close(c.abortedReason())
+			return
+		}
+		cause := classifyDialError(err)
+		m.dialError(cause)
+		m.refuse(RefusedDial)
+		c.srv.dialLog.record(rs.Name, rs.Upstream, cause, err)
+		log.Debug("upstream dial failed", "route", rs.Name, "client", c.conn.RemoteAddr().String(), "cause", cause, "err", err)
+		return
+	}
+	upstream, ok := up.(halfCloser)
+	if !ok {
+		_ = up.Close()
+		resetClose(c.conn)
+		m.refuse(RefusedDial)
+		log.Error("upstream dialer returned a connection without CloseWrite", "route", rs.Name, "type", fmt.Sprintf("%T", up))
+		return
+	}
+
+	// One write for the header: TCP_NODELAY (Go's default) sends it at once,
+	// and the client's first bytes follow without waiting for any reply, so
+	// the header costs no round trip.
+	if _, err := hdr.WriteTo(upstream); err != nil {
+		_ = upstream.Close()
+		resetClose(c.conn)
+		m.close(ClosedError)
+		log.Debug("writing PROXY header failed", "route", rs.Name, "err", err)
+		return
+	}
+
+	r := newRelay(client, upstream, c.srv.cfg.IdleTimeout,
+		func(n int64) { m.bytesToUp.Add(float64(n)) },
+		func(n int64) { m.bytesToCli.Add(float64(n)) })
+	c.mu.Lock()
+	c.relay = r
+	reason := c.aborted
+	c.mu.Unlock()
+	if reason != "" {
+		// Aborted while dialling or writing the header.
+		r.abort(reason)
+	}
+	reason, toUp, toCli := r.run()
+	m.close(reason)
+	m.connDuration.Observe(time.Since(c.accepted).Seconds())
+	log.Debug("connection closed", "route", rs.Name, "client", c.conn.RemoteAddr().String(),
+		"reason", reason, "client_to_upstream", toUp, "upstream_to_client", toCli,
+		"duration", time.Since(c.accepted))
+}
+
+func (c *clientConn) abortedReason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aborted
+}
+
+// dialUpstream dials with the route's timeout. The name is resolved on
+// every dial, never cached here.
+func (c *clientConn) dialUpstream() (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.srv.cfg.DialTimeout)
+	defer cancel()
+	start := time.Now()
+	conn, err := c.srv.dial(ctx, "tcp", c.rs.Upstream)
+	c.rs.metrics.dialDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		if errors.Is(err, context.Canceled) && c.ctx.Err() != nil {
+			return nil, fmt.Errorf("dial %s: aborted: %w", c.rs.Upstream, err)
+		}
+		return nil, fmt.Errorf("dial %s: %w", c.rs.Upstream, err)
+	}
+	return conn, nil
+}

@@ -1,0 +1,35 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"syscall"
+)
+
+// DialFunc dials an upstream. The default is net.Dialer.DialContext, which
+// resolves the host again on every call; that is what lets a changed Service
+// IP take effect without a restart.
+type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+
+// classifyDialError maps a dial error to a metric cause. DNS comes first
+// because a resolver timeout is a DNS problem, not a slow upstream.
+func classifyDialError(err error) string {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return DialErrDNS
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return DialErrRefused
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
+		return DialErrTimeout
+	default:
+		return DialErrOther
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

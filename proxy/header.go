@@ -1,0 +1,55 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	proxyproto "github.com/pires/go-proxyproto"
+)
+
+// errNotTCP marks a header that could not be built for a TCP client; such a
+// connection is refused rather than sent upstream with a LOCAL or UNKNOWN
+// header, which nginx would accept without a client address.
+var errNotTCP = errors.New("not a TCP address pair")
+
+// buildHeader builds the PROXY header for a client connection: the source is
+// the client, the destination is the address the client dialled (the proxy
+// Service ClusterIP, our accepted socket's local address) with headerPort.
+//
+// IPv4 clients accepted on a dual-stack socket appear as ::ffff:a.b.c.d; they
+// are unmapped so ingress sees a TCP4 header and a plain IPv4 client address,
+// the same as from the external load balancer. If the two sides still differ
+// in family the header falls back to TCP6 with the IPv4 side mapped, which
+// keeps both addresses truthful.
+func buildHeader(version int, client, local net.Addr, headerPort int) (*proxyproto.Header, error) {
+	src, ok1 := client.(*net.TCPAddr)
+	dst, ok2 := local.(*net.TCPAddr)
+	if !ok1 || !ok2 || src == nil || dst == nil {
+		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
+	}
+	sap := src.AddrPort()
+	dap := dst.AddrPort()
+	// Zones are dropped: the header has no field for them.
+	sip := sap.Addr().Unmap().WithZone("")
+	dip := dap.Addr().Unmap().WithZone("")
+	if !sip.IsValid() || !dip.IsValid() {
+		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
+	}
+	if sip.Is4() != dip.Is4() {
+		sip = netip.AddrFrom16(sip.As16())
+		dip = netip.AddrFrom16(dip.As16())
+	}
+	h := proxyproto.HeaderProxyFromAddrs(byte(version),
+		&net.TCPAddr{IP: sip.AsSlice(), Port: int(sap.Port())},
+		&net.TCPAddr{IP: dip.AsSlice(), Port: headerPort},
+	)
+	// HeaderProxyFromAddrs falls back to LOCAL/UNSPEC when it cannot infer a
+	// family; for a TCP client that would silently erase the client address.
+	if h.Command != proxyproto.PROXY || (h.TransportProtocol != proxyproto.TCPv4 && h.TransportProtocol != proxyproto.TCPv6) {
+		return nil, fmt.Errorf("build PROXY header for %v -> %v: got command %#x transport %#x: %w",
+			client, local, byte(h.Command), byte(h.TransportProtocol), errNotTCP)
+	}
+	return h, nil
+}

@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+
+	proxyproto "github.com/pires/go-proxyproto"
+)
+
+func tcpAddr(s string) *net.TCPAddr {
+	host, port, _ := net.SplitHostPort(s)
+	p, _ := strconv.Atoi(port)
+	return &net.TCPAddr{IP: net.ParseIP(host), Port: p}
+}
+
+func TestBuildHeaderRoundTripsThroughProxyprotoReader(t *testing.T) {
+	tests := []struct {
+		name          string
+		client, local net.Addr
+		headerPort    int
+		wantProto     proxyproto.AddressFamilyAndProtocol
+		wantSrc       string
+		wantDst       string
+	}{
+		{"ipv4", tcpAddr("127.0.0.1:40000"), tcpAddr("127.0.0.2:8080"), 80,
+			proxyproto.TCPv4, "127.0.0.1:40000", "127.0.0.2:80"},
+		{"ipv6", tcpAddr("[::1]:40000"), tcpAddr("[::1]:8443"), 443,
+			proxyproto.TCPv6, "[::1]:40000", "[::1]:443"},
+		// A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d; ingress
+		// must still see TCP4 with plain IPv4 addresses.
+		{"ipv4-mapped becomes TCP4", &net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.7").To16(), Port: 40000},
+			&net.TCPAddr{IP: net.ParseIP("::ffff:10.96.0.10").To16(), Port: 8080}, 80,
+			proxyproto.TCPv4, "10.0.0.7:40000", "10.96.0.10:80"},
+		{"families differ after unmapping fall back to TCP6", &net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.7").To16(), Port: 40000},
+			tcpAddr("[fd00::10]:8080"), 80,
+			proxyproto.TCPv6, "[::ffff:10.0.0.7]:40000", "[fd00::10]:80"},
+		{"zone dropped", &net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1234, Zone: "eth0"},
+			&net.TCPAddr{IP: net.ParseIP("fe80::2"), Port: 8080, Zone: "eth0"}, 80,
+			proxyproto.TCPv6, "[fe80::1]:1234", "[fe80::2]:80"},
+	}
+	for _, tc := range tests {
+		for _, version := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/v%d", tc.name, version), func(t *testing.T) {
+				h, err := buildHeader(version, tc.client, tc.local, tc.headerPort)
+				if err != nil {
+					t.Fatalf("buildHeader: %v", err)
+				}
+				var buf bytes.Buffer
+				if _, err := h.WriteTo(&buf); err != nil {
+					t.Fatalf("WriteTo: %v", err)
+				}
+				got, err := proxyproto.Read(bufio.NewReader(&buf))
+				if err != nil {
+					t.Fatalf("proxyproto.Read(%q): %v", buf.String(), err)
+				}
+				if got.Version != byte(version) || got.Command != proxyproto.PROXY || got.TransportProtocol != tc.wantProto {
+					t.Fatalf("got version %d command %#x transport %#x, want v%d PROXY %#x",
+						got.Version, byte(got.Command), byte(got.TransportProtocol), version, byte(tc.wantProto))
+				}
+				src, dst, ok := got.TCPAddrs()
+				if !ok {
+					t.Fatal("header carries no TCP addresses")
+				}
+				if ipPortString(src) != tc.wantSrc || ipPortString(dst) != tc.wantDst {
+					t.Fatalf("got %s -> %s, want %s -> %s", ipPortString(src), ipPortString(dst), tc.wantSrc, tc.wantDst)
+				}
+			})
+		}
+	}
+}
+
+// ipPortString prints mapped addresses as ::ffff:a.b.c.d when they came in a
+// TCP6 header (net.IP.String would hide that).
+func ipPortString(a *net.TCPAddr) string {
+	ip, _ := netipFromIP(a.IP)
+	return net.JoinHostPort(ip, strconv.Itoa(a.Port))
+}
+
+func netipFromIP(ip net.IP) (string, bool) {
+	if len(ip) == net.IPv4len {
+		return ip.String(), true
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return "::ffff:" + v4.String(), true
+	}
+	return ip.String(), true
+}
+
+func TestBuildHeaderRefusesNonTCPAddresses(t *testing.T) {
+	tests := []struct {
+		name          string
+		client, local net.Addr
+	}{
+		{"udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2}},
+		{"unix", &net.UnixAddr{Name: "/tmp/a", Net: "unix"}, &net.UnixAddr{Name: "/tmp/b", Net: "unix"}},
+		{"nil", nil, nil},
+		{"empty ip", &net.TCPAddr{Port: 1}, tcpAddr("127.0.0.1:2")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := buildHeader(1, tc.client, tc.local, 80)
+			if !errors.Is(err, errNotTCP) {
+				t.Fatalf("got %v, want errNotTCP", err)
+			}
+		})
+	}
+}
+
+// TestProxyWritesHeaderWithClientAndDialledAddress checks the header as the
+// upstream parses it, end to end, for both versions and both families.
+func TestProxyWritesHeaderWithClientAndDialledAddress(t *testing.T) {
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		for _, version := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/v%d", host, version), func(t *testing.T) {
+				up := newUpstream(t, host, echo)
+				s := startProxy(t, testConfig(up.addr(), func(c *Config) {
+					c.ProxyProtocol = version
+					c.Routes[0].Listen = net.JoinHostPort(host, "0")
+				}))
+				c := dialProxy(t, s, "r")
+				if _, err := c.Write([]byte("hello")); err != nil {
+					t.Fatal(err)
+				}
+				_ = c.CloseWrite()
+				body, err := io.ReadAll(c)
+				if err != nil || string(body) != "hello" {
+					t.Fatalf("echo: %q, %v", body, err)
+				}
+				h := up.nextHeader(t)
+				want := proxyproto.TCPv4
+				if host == "::1" {
+					want = proxyproto.TCPv6
+				}
+				if h.Version != byte(version) || h.TransportProtocol != want || h.Command != proxyproto.PROXY {
+					t.Fatalf("header v%d %#x %#x, want v%d %#x PROXY", h.Version, byte(h.TransportProtocol), byte(h.Command), version, byte(want))
+				}
+				src, dst, _ := h.TCPAddrs()
+				local := c.LocalAddr().(*net.TCPAddr)
+				if !src.IP.Equal(local.IP) || src.Port != local.Port {
+					t.Errorf("source %v, want the client's address %v", src, local)
+				}
+				remote := c.RemoteAddr().(*net.TCPAddr)
+				if !dst.IP.Equal(remote.IP) {
+					t.Errorf("destination IP %v, want the dialled address %v", dst.IP, remote.IP)
+				}
+				if dst.Port != up.port() {
+					t.Errorf("destination port %d, want the upstream port %d by default", dst.Port, up.port())
+				}
+			})
+		}
+	}
+}
+
+func TestHeaderPortOverrideIsWritten(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", echo)
+	r, err := ParseRoute("127.0.0.1:0=" + up.addr() + ",header-port=443,name=r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.Routes = []Route{r} }))
+	c := dialProxy(t, s, "r")
+	_ = c.CloseWrite()
+	_, _ = io.ReadAll(c)
+	_, dst, _ := up.nextHeader(t).TCPAddrs()
+	if dst.Port != 443 {
+		t.Fatalf("destination port %d, want 443 from header-port", dst.Port)
+	}
+}

@@ -1,0 +1,172 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// health serves /healthz, /readyz and /metrics and runs the background
+// upstream checks that /readyz reports. Probes never dial: a kubelet probing
+// every second on every replica would otherwise hammer the ingress.
+type health struct {
+	s   *Server
+	mu  sync.Mutex
+	ln  net.Listener
+	srv *http.Server
+}
+
+func newHealth(s *Server) *health { return &health{s: s} }
+
+func (h *health) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", h.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(h.s.metrics.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	s := h.s
+	var down []string
+	for _, rs := range s.routes {
+		if !rs.up.Load() {
+			down = append(down, fmt.Sprintf("route %s: upstream %s not accepting TCP", rs.Name, rs.Upstream))
+		}
+	}
+	switch {
+	case s.stopping.Load():
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintln(w, "shutting down")
+	case len(down) > 0:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintln(w, strings.Join(down, "\n"))
+	default:
+		_, _ = fmt.Fprintln(w, "ok")
+	}
+}
+
+func (h *health) listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.ln = ln
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *health) addr() net.Addr {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ln == nil {
+		return nil
+	}
+	return h.ln.Addr()
+}
+
+func (h *health) closeListener() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ln != nil {
+		_ = h.ln.Close()
+	}
+}
+
+// start runs the HTTP server (if bound) and one checker per route.
+func (h *health) start(ctx context.Context, wg *sync.WaitGroup) {
+	h.mu.Lock()
+	ln := h.ln
+	if ln != nil {
+		h.srv = &http.Server{
+			Handler:           h.handler(),
+			ReadHeaderTimeout: 5 * time.Second,
+			IdleTimeout:       time.Minute,
+		}
+	}
+	srv := h.srv
+	h.mu.Unlock()
+	if srv != nil {
+		wg.Go(func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				h.s.log.Error("health server stopped", "err", err)
+			}
+		})
+	}
+	for _, rs := range h.s.routes {
+		wg.Go(func() { h.check(ctx, rs) })
+	}
+}
+
+// shutdown stops the HTTP server; it runs last so /healthz and /metrics stay
+// available for the whole drain.
+func (h *health) shutdown() {
+	h.mu.Lock()
+	srv := h.srv
+	h.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		_ = srv.Close()
+	}
+}
+
+// check dials the route's upstream every ReadyInterval, starting at once so
+// a healthy proxy turns ready without waiting a full interval. The probe
+// connects and closes without sending anything: that is what "accepts TCP"
+// means, and it sends no PROXY header that the ingress would have to parse.
+func (h *health) check(ctx context.Context, rs *routeServer) {
+	s := h.s
+	t := time.NewTicker(s.cfg.ReadyInterval)
+	defer t.Stop()
+	for first := true; ; first = false {
+		dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+		conn, err := s.dial(dctx, "tcp", rs.Upstream)
+		cancel()
+		if conn != nil {
+			_ = conn.Close()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		up := err == nil
+		if was := rs.up.Swap(up); first || was != up {
+			if up {
+				s.log.Info("upstream accepting TCP", "route", rs.Name, "upstream", rs.Upstream)
+			} else {
+				s.log.Warn("upstream not accepting TCP; not ready", "route", rs.Name, "upstream", rs.Upstream,
+					"cause", classifyDialError(err), "err", err)
+			}
+		}
+		if up {
+			rs.metrics.up.Set(1)
+		} else {
+			rs.metrics.up.Set(0)
+		}
+		if s.Ready() {
+			s.metrics.ready.Set(1)
+		} else {
+			s.metrics.ready.Set(0)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

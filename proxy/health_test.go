@@ -1,0 +1,134 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadyzFollowsUpstreamAndShutdown(t *testing.T) {
+	// An upstream we can take down and bring back on the same port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	serve := func(ln net.Listener) {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+	}
+	serve(ln)
+
+	s := startProxy(t, testConfig(addr))
+	if code, _ := get(s, "/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz = %d, want 200", code)
+	}
+	eventually(t, 2*time.Second, "ready while upstream accepts", func() bool { code, _ := get(s, "/readyz"); return code == 200 })
+
+	_ = ln.Close()
+	eventually(t, 2*time.Second, "not ready while upstream is down", func() bool { code, _ := get(s, "/readyz"); return code == 503 })
+	if _, body := get(s, "/readyz"); !strings.Contains(body, addr) {
+		t.Errorf("/readyz body %q does not name the upstream %s", body, addr)
+	}
+	if v := metricValue(t, s, "hairpin_proxy_upstream_up", map[string]string{"route": "r"}); v != 0 {
+		t.Errorf("upstream_up = %v, want 0", v)
+	}
+
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot re-listen on %s: %v", addr, err)
+	}
+	defer ln.Close()
+	serve(ln)
+	eventually(t, 2*time.Second, "ready again", func() bool { code, _ := get(s, "/readyz"); return code == 200 })
+
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(s, "/readyz")
+	if code != 503 || !strings.Contains(body, "shutting down") {
+		t.Fatalf("/readyz after shutdown = %d %q, want 503 shutting down", code, body)
+	}
+	if code, _ := get(s, "/healthz"); code != 200 {
+		t.Fatalf("/healthz after shutdown = %d, want 200 (alive until exit)", code)
+	}
+}
+
+// TestReadyzDoesNotDialPerProbe: probes read state; only the background
+// checker dials.
+func TestReadyzDoesNotDialPerProbe(t *testing.T) {
+	dials := make(chan struct{}, 1000)
+	dialer := func(ctx context.Context, network, address string) (net.Conn, error) {
+		dials <- struct{}{}
+		var d net.Dialer
+		return d.DialContext(ctx, network, address)
+	}
+	up := newUpstream(t, "127.0.0.1", echo)
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dialer))
+	eventually(t, 2*time.Second, "ready", s.Ready)
+	for range 50 {
+		get(s, "/readyz")
+	}
+	if n := len(dials); n != 1 {
+		t.Fatalf("%d dials after 50 probes, want just the 1 background check", n)
+	}
+}
+
+func TestHealthServerExposesMetrics(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", echo)
+	s := startProxy(t, testConfig(up.addr()))
+	c := dialProxy(t, s, "r")
+	_, _ = c.Write([]byte("abc"))
+	_ = c.CloseWrite()
+	_, _ = io.ReadAll(c)
+
+	base := "http://" + s.HealthAddr().String()
+	eventually(t, 2*time.Second, "ready over HTTP", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	var text string
+	eventually(t, 2*time.Second, "bytes counted", func() bool {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		text = string(b)
+		return strings.Contains(text, `hairpin_proxy_bytes_total{direction="client_to_upstream",route="r"} 3`)
+	})
+	for _, want := range []string{
+		`hairpin_proxy_connections_accepted_total{route="r"} 1`,
+		`hairpin_proxy_connections_active{route="r"} 0`,
+		`hairpin_proxy_connections_refused_total{reason="cap",route="r"} 0`,
+		`hairpin_proxy_connections_closed_total{reason="eof",route="r"} 1`,
+		`hairpin_proxy_bytes_total{direction="upstream_to_client",route="r"} 3`,
+		`hairpin_proxy_upstream_dial_errors_total{cause="timeout",route="r"} 0`,
+		`hairpin_proxy_upstream_dial_duration_seconds_count{route="r"} 1`,
+		`hairpin_proxy_connection_duration_seconds_count{route="r"} 1`,
+		`hairpin_proxy_upstream_up{route="r"} 1`,
+		`hairpin_proxy_ready 1`,
+		`hairpin_proxy_build_info{version="dev"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

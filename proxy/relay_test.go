@@ -1,0 +1,231 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"hash"
+	"io"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pattern is a deterministic stream: 64 KiB blocks, each stamped
+// with its index (so a dropped, duplicated or reordered block changes the
+// hash) over a fixed pseudo-random body.
+type pattern struct {
+	body []byte
+}
+
+const patternBlock = 64 << 10
+
+func newPattern(seed uint64) *pattern {
+	rng := rand.New(rand.NewChaCha8([32]byte{byte(seed)}))
+	b := make([]byte, patternBlock)
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
+	}
+	return &pattern{body: b}
+}
+
+// writeTo writes total bytes to w, hashing them into h if h is not nil.
+func (p *pattern) writeTo(w io.Writer, total int64, h hash.Hash) error {
+	buf := make([]byte, patternBlock)
+	copy(buf, p.body)
+	for i := int64(0); total > 0; i++ {
+		binary.LittleEndian.PutUint64(buf, uint64(i))
+		n := min(total, int64(len(buf)))
+		if h != nil {
+			h.Write(buf[:n])
+		}
+		if _, err := w.Write(buf[:n]); err != nil {
+			return err
+		}
+		total -= n
+	}
+	return nil
+}
+
+func (p *pattern) sum(total int64) []byte {
+	h := sha256.New()
+	_ = p.writeTo(io.Discard, total, h)
+	return h.Sum(nil)
+}
+
+// TestLargeTransferBothWaysIsByteExact sends 1 GiB each way at the same time
+// and compares SHA-256 digests at the receivers.
+func TestLargeTransferBothWaysIsByteExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 GiB transfer skipped in -short mode")
+	}
+	const total = 1 << 30
+	up2down, down2up := newPattern(1), newPattern(2)
+	type result struct {
+		sum []byte
+		n   int64
+		err error
+	}
+	fromClient := make(chan result, 1)
+	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			h := sha256.New()
+			n, err := io.Copy(h, uc.r)
+			fromClient <- result{h.Sum(nil), n, err}
+		})
+		if err := up2down.writeTo(uc.conn, total, nil); err == nil {
+			_ = uc.conn.CloseWrite()
+		}
+		wg.Wait()
+	})
+	s := startProxy(t, testConfig(up.addr()))
+	c := dialProxy(t, s, "r")
+
+	start := time.Now()
+	writeErr := make(chan error, 1)
+	go func() {
+		err := down2up.writeTo(c, total, nil)
+		if err == nil {
+			err = c.CloseWrite()
+		}
+		writeErr <- err
+	}()
+	h := sha256.New()
+	n, err := io.Copy(h, c)
+	if err != nil || n != total {
+		t.Fatalf("client received %d bytes, err %v; want %d", n, err, int64(total))
+	}
+	if err := <-writeErr; err != nil {
+		t.Fatalf("client write: %v", err)
+	}
+	got := <-fromClient
+	if got.err != nil || got.n != total {
+		t.Fatalf("upstream received %d bytes, err %v; want %d", got.n, got.err, int64(total))
+	}
+	elapsed := time.Since(start)
+	if !bytes.Equal(h.Sum(nil), up2down.sum(total)) {
+		t.Error("upstream_to_client stream corrupted: SHA-256 mismatch")
+	}
+	if !bytes.Equal(got.sum, down2up.sum(total)) {
+		t.Error("client_to_upstream stream corrupted: SHA-256 mismatch")
+	}
+	t.Logf("2 GiB relayed in %s (%.0f MB/s per direction)", elapsed, float64(total)/elapsed.Seconds()/1e6)
+	eventually(t, 5*time.Second, "byte counters", func() bool {
+		return metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToUp}) == total &&
+			metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToClient}) == total
+	})
+}
+
+// TestHalfCloseReachesUpstreamAndResponseStillArrives: the client's
+// CloseWrite must reach the upstream as EOF, and what the upstream sends
+// afterwards must still be delivered.
+func TestHalfCloseReachesUpstreamAndResponseStillArrives(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+		req, err := io.ReadAll(uc.r) // returns only on EOF
+		if err != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+		_, _ = uc.conn.Write(append([]byte("got "), req...))
+		_ = uc.conn.CloseWrite()
+	})
+	s := startProxy(t, testConfig(up.addr()))
+	c := dialProxy(t, s, "r")
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	if string(resp) != "got request" {
+		t.Fatalf("response %q, want %q", resp, "got request")
+	}
+	eventually(t, 2*time.Second, "closed{eof}", func() bool {
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedEOF}) == 1
+	})
+}
+
+func TestIdleTimeoutClosesSilentConnection(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", echo)
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
+	c := dialProxy(t, s, "r")
+	if _, err := c.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	expectClosed(t, c, 3*time.Second)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("closed after %s, before the 300ms idle timeout", d)
+	}
+	eventually(t, 2*time.Second, "closed{idle}", func() bool {
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedIdle}) == 1
+	})
+}
+
+// TestIdleTimeoutSparesOneWayTraffic: idle means no bytes in either
+// direction, so a client that only sends must not be cut off.
+func TestIdleTimeoutSparesOneWayTraffic(t *testing.T) {
+	received := make(chan int64, 1)
+	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+		n, _ := io.Copy(io.Discard, uc.r)
+		received <- n
+	})
+	// Generous margins: the machine is shared, and a scheduling stall longer
+	// than the idle timeout minus the write gap would be real idleness.
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = time.Second }))
+	c := dialProxy(t, s, "r")
+	for range 25 { // 2.5 s, well past the idle timeout
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = c.CloseWrite()
+	select {
+	case n := <-received:
+		if n != 25 {
+			t.Fatalf("upstream got %d bytes, want 25", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("upstream never saw EOF")
+	}
+	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedIdle}); v != 0 {
+		t.Fatalf("closed{idle} = %v, want 0", v)
+	}
+}
+
+// TestIdleTimeoutWhenPeerStopsReading covers the direction that is blocked
+// writing (no read deadline can fire there): the upstream floods, the client
+// never reads, so after the buffers fill nothing moves and the idle timeout
+// must still close the connection.
+func TestIdleTimeoutWhenPeerStopsReading(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+		_ = newPattern(3).writeTo(uc.conn, 1<<30, nil)
+	})
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
+	c := dialProxy(t, s, "r")
+	_ = c.CloseWrite() // client->upstream ends at once; only the stuck direction is left
+	eventually(t, 10*time.Second, "closed{idle}", func() bool {
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedIdle}) == 1
+	})
+	// Draining the client now must end in EOF or reset, not hang.
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("client connection still open after idle close")
+	}
+}
