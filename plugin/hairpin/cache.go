@@ -24,6 +24,7 @@ type hostCache struct {
 	syncedCh chan struct{}
 
 	watches watches
+	gateway gatewayWatches
 	stopCh  chan struct{}
 	wg      sync.WaitGroup
 }
@@ -113,10 +114,10 @@ func (hc *hostCache) publish() {
 
 	if changed {
 		hc.idx.Store(ix)
-	}
-	now := time.Now()
-	for _, t := range pending {
-		indexUpdateDelay.Observe(now.Sub(t).Seconds())
+		now := time.Now()
+		for _, t := range pending {
+			indexUpdateDelay.Observe(now.Sub(t).Seconds())
+		}
 	}
 	exact, wild := ix.size()
 	hostsServed.WithLabelValues("exact").Set(float64(exact))

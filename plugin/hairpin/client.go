@@ -6,9 +6,11 @@ import (
 
 	"github.com/coredns/coredns/coremain"
 
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 )
 
 // restConfig returns the API client configuration: the kubeconfig file (and
@@ -52,15 +54,29 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
-		return &clients{kube: kube, config: rest.CopyConfig(cfg)}, nil
+		// Custom resources have no protobuf encoding.
+		jsonCfg := rest.CopyConfig(cfg)
+		jsonCfg.ContentType = "application/json"
+		jsonCfg.AcceptContentTypes = "application/json"
+		gateway, err := gwclient.NewForConfig(jsonCfg)
+		if err != nil {
+			return nil, fmt.Errorf("gateway API client: %w", err)
+		}
+		return &clients{kube: kube, gateway: gateway, discovery: kube.Discovery()}, nil
 	}, nil
 }
 
-// clients are the API clients a cache watches with. config is kept for
-// clients of CRD kinds, which need JSON rather than protobuf.
+// clients are the API clients a cache watches with.
 type clients struct {
-	kube   kubernetes.Interface
-	config *rest.Config
+	kube      kubernetes.Interface
+	gateway   gwclient.Interface
+	discovery resourceDiscoverer
+}
+
+// resourceDiscoverer is the part of discovery that finds which Gateway API
+// kinds the cluster serves.
+type resourceDiscoverer interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*meta.APIResourceList, error)
 }
 
 // newClientFactory is clientFactory; tests replace it with fake clients.

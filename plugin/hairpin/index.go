@@ -2,6 +2,7 @@ package hairpin
 
 import (
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -61,6 +62,10 @@ type ownerClaims struct {
 	rejected []rejectedHost
 }
 
+func (oc ownerClaims) equal(other ownerClaims) bool {
+	return oc.target == other.target && slices.Equal(oc.hosts, other.hosts) && slices.Equal(oc.rejected, other.rejected)
+}
+
 // rejectedHost is a host that an object names but that is never served.
 type rejectedHost struct {
 	host   string
@@ -80,13 +85,17 @@ func newClaims() *claims {
 // set replaces what owner claims. An empty oc removes the owner. It returns
 // the rejected hosts that no owner named before, so each is logged once.
 func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost) {
+	old, had := c.byOwner[owner]
+	if had && old.equal(oc) {
+		return nil // a status-only update: nothing to redo
+	}
 	for _, r := range oc.rejected {
 		if c.rejected[r] == 0 {
 			newlyRejected = append(newlyRejected, r)
 		}
 		c.rejected[r]++
 	}
-	if old, ok := c.byOwner[owner]; ok {
+	if had {
 		for _, r := range old.rejected {
 			if c.rejected[r]--; c.rejected[r] <= 0 {
 				delete(c.rejected, r)

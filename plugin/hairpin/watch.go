@@ -26,12 +26,8 @@ type watches struct {
 // informer has delivered its first list to our handlers.
 func (hc *hostCache) start() error {
 	s := hc.settings
-	namespaces := s.namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{meta.NamespaceAll}
-	}
 	selector := s.labels.String()
-	for _, ns := range namespaces {
+	for _, ns := range hc.watchedNamespaces() {
 		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0,
 			informers.WithNamespace(ns),
 			informers.WithTweakListOptions(func(o *meta.ListOptions) { o.LabelSelector = selector }),
@@ -77,6 +73,9 @@ func (hc *hostCache) start() error {
 	for _, f := range hc.watches.factories {
 		f.Start(hc.stopCh)
 	}
+	if len(s.gatewayClasses) > 0 {
+		hc.watches.synced = append(hc.watches.synced, hc.startGatewayAPI()...)
+	}
 	hc.wg.Add(2)
 	go hc.publishLoop()
 	go func() {
@@ -92,15 +91,33 @@ func (hc *hostCache) start() error {
 // leaks neither.
 func (hc *hostCache) stop() {
 	close(hc.stopCh)
+	hc.wg.Wait() // the discovery loop may still add informers until it exits
 	for _, f := range hc.watches.factories {
 		f.Shutdown()
 	}
-	hc.wg.Wait()
+	for _, f := range hc.gateway.factories {
+		f.Shutdown()
+	}
 }
 
-// watch registers handlers for adds and updates (onUpsert) and deletes.
-func (hc *hostCache) watch(inf cache.SharedIndexInformer, onUpsert, onDelete func(any)) error {
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+// watchedNamespaces is one namespace per watch, or every namespace.
+func (hc *hostCache) watchedNamespaces() []string {
+	if len(hc.settings.namespaces) == 0 {
+		return []string{meta.NamespaceAll}
+	}
+	return hc.settings.namespaces
+}
+
+// selected reports whether an object's labels match the labels option. The
+// server filters already; this holds when it does not (or a fake does not).
+func (hc *hostCache) selected(objLabels map[string]string) bool {
+	return hc.settings.labels.Matches(labels.Set(objLabels))
+}
+
+// eventHandlers calls onUpsert for adds and updates and onDelete for
+// deletes, unwrapping the tombstone of a delete that a relist discovered.
+func eventHandlers(onUpsert, onDelete func(any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    onUpsert,
 		UpdateFunc: func(_, obj any) { onUpsert(obj) },
 		DeleteFunc: func(obj any) {
@@ -109,7 +126,12 @@ func (hc *hostCache) watch(inf cache.SharedIndexInformer, onUpsert, onDelete fun
 			}
 			onDelete(obj)
 		},
-	})
+	}
+}
+
+// watch registers handlers for adds and updates (onUpsert) and deletes.
+func (hc *hostCache) watch(inf cache.SharedIndexInformer, onUpsert, onDelete func(any)) error {
+	reg, err := inf.AddEventHandler(eventHandlers(onUpsert, onDelete))
 	if err != nil {
 		return fmt.Errorf("registering event handler: %w", err)
 	}
@@ -148,7 +170,7 @@ func (hc *hostCache) onIngressDelete(obj any) {
 // ingressClaims is what ing contributes under the current default class. The
 // caller holds hc.mu.
 func (hc *hostCache) ingressClaims(ing *networking.Ingress) ownerClaims {
-	if !hc.settings.labels.Matches(labels.Set(ing.Labels)) {
+	if !hc.selected(ing.Labels) {
 		return ownerClaims{}
 	}
 	if filtersClasses(hc.settings.ingressClasses) &&
