@@ -64,19 +64,23 @@ done
 
 # build NAME PACKAGE LDFLAGS: go build into a temporary name in the cache
 # folder, then rename, so that an interrupted build is never taken as cached.
+tmp=""
+trap 'rm -f "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+rm -f "$dir"/.*.tmp.* # left over by a build that was killed hard
 build() {
 	local name="$1" pkg="$2" ldflags="$3"
 	if [[ -x "$dir/$name" ]]; then
 		echo "tools: $name already built" >&2
 		return 0
 	fi
-	local tmp="$dir/.$name.tmp.$$"
-	trap 'rm -f "$tmp"' EXIT
+	tmp="$dir/.$name.tmp.$$"
 	local start=$SECONDS
 	echo "tools: building $name ($pkg) into $dir ..." >&2
 	nice -n 10 go build -C "$mod" -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg"
 	mv -f "$tmp" "$dir/$name"
-	trap - EXIT
+	tmp=""
 	echo "tools: built $name in $((SECONDS - start))s" >&2
 }
 

@@ -125,7 +125,9 @@ func (hc *hostCache) discoverGatewayAPI() []cache.InformerSynced {
 		} else {
 			for _, f := range hc.gateway.factories {
 				inf := f.Gateway().V1().Gateways().Informer()
-				synced = append(synced, hc.watchGatewayAPI(inf, hc.onGateway, hc.onGatewayDelete))
+				onGateway := func(obj any) { hc.onGateway(obj, false) }
+				onDelete := func(obj any) { hc.onGateway(obj, true) }
+				synced = append(synced, hc.watchGatewayAPI(inf, onGateway, onDelete))
 				hc.addGatewayInformer("gateway", gw.GroupVersion.Version, inf, true)
 			}
 		}
@@ -231,7 +233,9 @@ func (hc *hostCache) lookupGatewayLocked(ns, name string) *gw.Gateway {
 	return nil
 }
 
-func (hc *hostCache) onGateway(obj any) {
+// onGateway applies a Gateway's listener hostnames and re-evaluates the
+// routes, whose attachment may have moved.
+func (hc *hostCache) onGateway(obj any, deleted bool) {
 	g, ok := obj.(*gw.Gateway)
 	if !ok {
 		return
@@ -240,32 +244,22 @@ func (hc *hostCache) onGateway(obj any) {
 	owner := gatewayOwner(g.Namespace, g.Name)
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	// Status updates bump the resourceVersion but not the generation;
-	// only a spec change can move route attachments.
-	if gen, seen := hc.gateway.generations[owner]; seen && gen == g.Generation && g.Generation != 0 {
-		return
-	}
-	hc.gateway.generations[owner] = g.Generation
 	var oc ownerClaims
-	if gatewayMatches(g, hc.settings.gatewayClasses) && hc.selected(g.Labels) {
-		served, rejected := classifyHosts(listenerHostnames(g), hc.settings.zones)
-		oc = ownerClaims{hosts: served, rejected: rejected, target: hc.target}
+	if deleted {
+		delete(hc.gateway.generations, owner)
+	} else {
+		// Status updates bump the resourceVersion but not the generation;
+		// only a spec change can move route attachments.
+		if gen, seen := hc.gateway.generations[owner]; seen && gen == g.Generation && g.Generation != 0 {
+			return
+		}
+		hc.gateway.generations[owner] = g.Generation
+		if gatewayMatches(g, hc.settings.gatewayClasses) && hc.selected(g.Labels) {
+			served, rejected := classifyHosts(listenerHostnames(g), hc.settings.zones)
+			oc = ownerClaims{hosts: served, rejected: rejected, target: hc.target}
+		}
 	}
 	hc.setClaimsLocked(owner, oc, now)
-	hc.recomputeRoutesLocked(now)
-}
-
-func (hc *hostCache) onGatewayDelete(obj any) {
-	g, ok := obj.(*gw.Gateway)
-	if !ok {
-		return
-	}
-	now := time.Now()
-	owner := gatewayOwner(g.Namespace, g.Name)
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	delete(hc.gateway.generations, owner)
-	hc.setClaimsLocked(owner, ownerClaims{}, now)
 	hc.recomputeRoutesLocked(now)
 }
 
