@@ -1,0 +1,54 @@
+// Package harness starts the real things that hairpin's integration tests,
+// end-to-end tests, `make demo` and benchmarks run against: a Kubernetes
+// control plane (kube-apiserver and etcd through envtest), child processes
+// (our coredns, our hairpin-proxy, nginx) and an nginx configured the way
+// ingress-nginx configures itself with `use-proxy-protocol: "true"`.
+//
+// The package holds no plugin- or proxy-specific code; tests build their
+// Corefiles and command lines themselves.
+//
+// # Usage
+//
+//	func TestHairpin(t *testing.T) {
+//		cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{GatewayAPI: harness.GatewayStandard})
+//		// cp.Clientset creates objects; cp.Kubeconfig goes into the Corefile.
+//		ngx := harness.StartNginx(t, harness.NginxOptions{})
+//		dnsAddr := harness.FreeAddr(t, harness.FreeLoopbackIP(t).String())
+//		readyAddr := harness.FreeAddr(t, "127.0.0.1")
+//		// ... write a Corefile for dns://dnsAddr with `ready readyAddr` and
+//		// `hairpin { kubeconfig cp.Kubeconfig }`
+//		coredns := harness.StartProcess(t, "coredns", harness.RequireBinary(t, "coredns"), "-conf", corefile)
+//		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+//		defer cancel()
+//		if err := coredns.Ready(ctx, harness.HTTPProbe("http://"+readyAddr+"/ready")); err != nil {
+//			t.Fatal(err)
+//		}
+//		r, err := harness.Exchange(ctx, dnsAddr, "app.example.com.", dns.TypeA)
+//		// ... dial the answer, check ngx.WaitAccessLog for the real client address
+//	}
+//
+// # Environment
+//
+//   - KUBEBUILDER_ASSETS: the folder with kube-apiserver and etcd, as printed by
+//     `build/tools.sh --dir` (`make tools` fills it). When it is unset, tests
+//     that need a control plane are skipped, unless HAIRPIN_REQUIRE_E2E=1, in
+//     which case they fail. `make test` sets both.
+//   - HAIRPIN_BIN: the folder with our coredns and hairpin-proxy binaries
+//     (`make build`); see [RequireBinary].
+//   - HAIRPIN_NGINX: the nginx binary (default /usr/sbin/nginx).
+//
+// # Stopping a control plane
+//
+// Stop every informer (close the stop channel, cancel the context) before
+// [ControlPlane.Stop]. kube-apiserver drains open watch requests before it
+// exits, and envtest only kills it after its stop timeout, so one forgotten
+// informer costs 20 seconds per control plane. [ControlPlane.StopAPIServer]
+// is meant to cut live watches and therefore kills after a short grace period.
+//
+// # Children
+//
+// Every [Process] runs in its own process group and is killed with the whole
+// group when the test ends, also when it fails or panics (t.Cleanup), and by
+// the kernel when the test binary dies (Pdeathsig). When the test failed, the
+// tail of each child's output is printed with t.Log.
+package harness
