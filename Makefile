@@ -30,6 +30,18 @@ $(BIN)/hairpin-proxy: $(GO_SOURCES)
 tools:
 	build/tools.sh
 
+# The fix end to end, for a person to follow: a real control plane, nginx as
+# ingress-nginx with use-proxy-protocol, our proxy and CoreDNS, dig and curl.
+# DEMO_KEEP=1 keeps the stack running until Ctrl-C.
+demo: build tools
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) go run ./test/demo
+
+# Container images, built offline (no Docker engine) with go-containerregistry
+# from the static binaries: bin/images/coredns.tar and bin/images/hairpin-proxy.tar,
+# loadable with `docker load -i`. build/images/Dockerfile.* build the same with Docker.
+images: build
+	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
+
 # Everything: vet, unit, integration (real kube-apiserver + etcd) and e2e
 # (our coredns and proxy, real nginx, dig, curl).
 test: build tools
@@ -41,6 +53,16 @@ test: build tools
 unit:
 	go vet ./...
 	go test -race -count=1 -short ./...
+
+# Benchmarks against the alternatives (hosts, rewrite+kubernetes, HAProxy,
+# direct), side by side; writes test/bench/results.json and results.md.
+# BENCH_QUICK=1 is a smoke run. Installs dnsperf, wrk, haproxy, nginx if missing.
+BENCH_TOOLS := dnsperf wrk haproxy nginx
+bench: build tools
+	@missing=; for c in dnsperf wrk haproxy nginx; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \
+	if [ -n "$$missing" ]; then apt-get update && apt-get install -y $(BENCH_TOOLS); fi
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) \
+		go test -count=1 -v -run '^TestBench$$' -timeout 60m ./test/bench/
 
 clean:
 	rm -rf $(BIN)
