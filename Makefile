@@ -12,7 +12,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path
 # the tools module's go.sum. build/tools.sh prints the folder it filled.
 TOOLS_DIR = $(shell build/tools.sh --dir)
 
-.PHONY: all build generate test unit tools demo bench images clean
+.PHONY: all build generate test unit tools deps demo bench images clean
 
 all: build
 
@@ -30,11 +30,17 @@ $(BIN)/hairpin-proxy: $(GO_SOURCES)
 tools:
 	build/tools.sh
 
+# Debian packages the tests and the demo drive for real (nginx, dig, curl).
+deps:
+	build/deps.sh
+
 # The fix end to end, for a person to follow: a real control plane, nginx as
 # ingress-nginx with use-proxy-protocol, our proxy and CoreDNS, dig and curl.
 # DEMO_KEEP=1 keeps the stack running until Ctrl-C.
-demo: build tools
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) go run ./test/demo
+# Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
+demo: deps build tools
+	go build -o $(BIN)/demo ./test/demo
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
 # Container images, built offline (no Docker engine) with go-containerregistry
 # from the static binaries: bin/images/coredns.tar and bin/images/hairpin-proxy.tar,
@@ -44,7 +50,7 @@ images: build
 
 # Everything: vet, unit, integration (real kube-apiserver + etcd) and e2e
 # (our coredns and proxy, real nginx, dig, curl).
-test: build tools
+test: deps build tools
 	go vet ./...
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
 		go test -race -count=1 -timeout 30m ./...
