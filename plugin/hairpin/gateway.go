@@ -6,7 +6,6 @@ import (
 
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1a3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
@@ -139,7 +138,10 @@ func wildcardCovers(pattern, name string) bool {
 func slimGatewayAPI(keepLabels bool) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		if g, ok := obj.(*gw.Gateway); ok {
-			slim := &gw.Gateway{ObjectMeta: slimMetaLabels(g.ObjectMeta, keepLabels)}
+			slim := &gw.Gateway{ObjectMeta: meta.ObjectMeta{Name: g.Name, Namespace: g.Namespace, ResourceVersion: g.ResourceVersion, Generation: g.Generation}}
+			if keepLabels {
+				slim.Labels = g.Labels
+			}
 			slim.Spec.GatewayClassName = g.Spec.GatewayClassName
 			slim.Spec.Listeners = make([]gw.Listener, len(g.Spec.Listeners))
 			for i, l := range g.Spec.Listeners {
@@ -150,7 +152,7 @@ func slimGatewayAPI(keepLabels bool) func(any) (any, error) {
 		for _, k := range routeKinds {
 			for _, v := range k.versions {
 				if view, m, ok := v.view(obj); ok {
-					return &slimRoute{ObjectMeta: slimMetaLabels(m, keepLabels), view: view}, nil
+					return &slimRoute{objectMeta: newObjectMeta(&m, keepLabels), view: view}, nil
 				}
 			}
 		}
@@ -158,31 +160,16 @@ func slimGatewayAPI(keepLabels bool) func(any) (any, error) {
 	}
 }
 
-func slimMetaLabels(m meta.ObjectMeta, keepLabels bool) meta.ObjectMeta {
-	out := slimMeta(m)
-	if keepLabels {
-		out.Labels = m.Labels
-	}
-	return out
-}
-
 // slimRoute is the cached form of any route: its metadata for the informer
 // store and the view for the index.
 type slimRoute struct {
-	meta.ObjectMeta
+	objectMeta
 	view routeView
 }
 
-// GetObjectKind implements runtime.Object.
-func (r *slimRoute) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-
 // DeepCopyObject implements runtime.Object. The view's slices are never
 // written after the transform, so they are shared.
-func (r *slimRoute) DeepCopyObject() runtime.Object {
-	c := &slimRoute{view: r.view}
-	r.ObjectMeta.DeepCopyInto(&c.ObjectMeta)
-	return c
-}
+func (r *slimRoute) DeepCopyObject() runtime.Object { c := *r; return &c }
 
 // routeKinds lists every route kind and, per kind, the API versions the
 // pinned gateway-api module knows, newest first. The first version that the

@@ -46,8 +46,8 @@ func hostKey(host string) (key string, wildcard bool) {
 // which host, so that a host named by several objects stays until the last
 // one goes. It is not safe for concurrent use; the builder serialises access.
 type claims struct {
-	byOwner map[string]ownerClaims             // owner key -> what it claims
-	byHost  map[string]map[string]*proxyTarget // host -> owner key -> target
+	byOwner map[string]ownerClaims // owner key -> what it claims
+	byHost  map[string][]hostOwner // host -> the owners that name it
 
 	rejected map[rejectedHost]int // rejected host -> number of owners naming it
 
@@ -75,7 +75,7 @@ type rejectedHost struct {
 func newClaims() *claims {
 	return &claims{
 		byOwner:  map[string]ownerClaims{},
-		byHost:   map[string]map[string]*proxyTarget{},
+		byHost:   map[string][]hostOwner{},
 		rejected: map[rejectedHost]int{},
 		live:     emptyIndex,
 		dirty:    map[string]struct{}{},
@@ -102,13 +102,13 @@ func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost
 			}
 		}
 		for _, h := range old.hosts {
-			if owners := c.byHost[h]; owners != nil {
-				delete(owners, owner)
-				if len(owners) == 0 {
-					delete(c.byHost, h)
-				}
-				c.dirty[h] = struct{}{}
+			owners := slices.DeleteFunc(c.byHost[h], func(o hostOwner) bool { return o.owner == owner })
+			if len(owners) == 0 {
+				delete(c.byHost, h)
+			} else {
+				c.byHost[h] = owners
 			}
+			c.dirty[h] = struct{}{}
 		}
 	}
 	if len(oc.hosts) == 0 && len(oc.rejected) == 0 {
@@ -117,12 +117,7 @@ func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost
 	}
 	c.byOwner[owner] = oc
 	for _, h := range oc.hosts {
-		owners := c.byHost[h]
-		if owners == nil {
-			owners = map[string]*proxyTarget{}
-			c.byHost[h] = owners
-		}
-		owners[owner] = oc.target
+		c.byHost[h] = append(c.byHost[h], hostOwner{owner: owner, target: oc.target})
 		c.dirty[h] = struct{}{}
 	}
 	return newlyRejected
@@ -163,17 +158,26 @@ func (c *claims) publish() (ix *index, changed bool) {
 	return next, true
 }
 
+// hostOwner is one object naming a host. Nearly every host has exactly one,
+// so a slice costs one small allocation where a map per host cost several.
+type hostOwner struct {
+	owner  string
+	target *proxyTarget
+}
+
 // winner picks the target of the lexically first owner so that the answer does
 // not depend on event order when owners disagree.
-func winner(owners map[string]*proxyTarget) *proxyTarget {
-	var first string
-	var t *proxyTarget
-	for o, target := range owners {
-		if t == nil || o < first {
-			first, t = o, target
+func winner(owners []hostOwner) *proxyTarget {
+	var best *hostOwner
+	for i := range owners {
+		if best == nil || owners[i].owner < best.owner {
+			best = &owners[i]
 		}
 	}
-	return t
+	if best == nil {
+		return nil
+	}
+	return best.target
 }
 
 // rejectedByReason counts the distinct hosts that are named but not served.

@@ -1,12 +1,14 @@
 package hairpin
 
 import (
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 
 	networking "k8s.io/api/networking/v1"
-	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -24,28 +26,99 @@ const (
 	reasonInvalid      = "invalid"
 )
 
-// ingressClass returns the class of ing: spec.ingressClassName, else the
-// legacy annotation, else the cluster's default class (which may be "").
-func ingressClass(ing *networking.Ingress, defaultClass string) string {
-	if ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName != "" {
-		return *ing.Spec.IngressClassName
+// cachedIngress is what the informer keeps of an Ingress: its class as
+// written and the hosts it names, already lowercased FQDNs.
+type cachedIngress struct {
+	objectMeta
+	className   string // spec.ingressClassName
+	legacyClass string // the kubernetes.io/ingress.class annotation
+	hosts       []string
+}
+
+// DeepCopyObject implements runtime.Object. Cached objects are never
+// written after the transform, so the copy shares its slices.
+func (c *cachedIngress) DeepCopyObject() runtime.Object { cp := *c; return &cp }
+
+// newCachedIngress is the informer transform for Ingresses: it keeps only
+// what the index reads, and the labels only when a selector is checked.
+func newCachedIngress(keepLabels bool) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		ing, ok := obj.(*networking.Ingress)
+		if !ok {
+			return obj, nil
+		}
+		c := &cachedIngress{objectMeta: newObjectMeta(ing, keepLabels), legacyClass: ing.Annotations[legacyClassAnnotation]}
+		if ing.Spec.IngressClassName != nil {
+			c.className = *ing.Spec.IngressClassName
+		}
+		c.hosts = make([]string, 0, len(ing.Spec.Rules)+len(ing.Spec.TLS))
+		for _, r := range ing.Spec.Rules {
+			c.hosts = appendHost(c.hosts, r.Host)
+		}
+		for _, t := range ing.Spec.TLS {
+			for _, h := range t.Hosts {
+				c.hosts = appendHost(c.hosts, h)
+			}
+		}
+		return c, nil
 	}
-	if c := ing.Annotations[legacyClassAnnotation]; c != "" {
-		return c
+}
+
+// appendHost adds host as a lowercase FQDN unless it is empty (a rule for
+// every host) or already there.
+func appendHost(hosts []string, host string) []string {
+	if host == "" {
+		return hosts
+	}
+	fqdn := toFQDN(host)
+	if slices.Contains(hosts, fqdn) {
+		return hosts
+	}
+	return append(hosts, fqdn)
+}
+
+// toFQDN lowercases host and adds the trailing dot, allocating only when it
+// must.
+func toFQDN(host string) string {
+	if strings.HasSuffix(host, ".") && strings.ToLower(host) == host {
+		return host
+	}
+	return strings.ToLower(strings.TrimSuffix(host, ".")) + "."
+}
+
+// class returns the Ingress's class: spec.ingressClassName, else the legacy
+// annotation, else the cluster's default class (which may be "").
+func (c *cachedIngress) class(defaultClass string) string {
+	if c.className != "" {
+		return c.className
+	}
+	if c.legacyClass != "" {
+		return c.legacyClass
 	}
 	return defaultClass
 }
 
-// ingressHosts returns every host that ing names, in rules and in tls.
-func ingressHosts(ing *networking.Ingress) []string {
-	hosts := make([]string, 0, len(ing.Spec.Rules)+len(ing.Spec.TLS))
-	for _, r := range ing.Spec.Rules {
-		hosts = append(hosts, r.Host)
+// cachedIngressClass is what the informer keeps of an IngressClass.
+type cachedIngressClass struct {
+	objectMeta
+	created   time.Time
+	isDefault bool
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *cachedIngressClass) DeepCopyObject() runtime.Object { cp := *c; return &cp }
+
+// newCachedIngressClass is the informer transform for IngressClasses.
+func newCachedIngressClass(obj any) (any, error) {
+	ic, ok := obj.(*networking.IngressClass)
+	if !ok {
+		return obj, nil
 	}
-	for _, t := range ing.Spec.TLS {
-		hosts = append(hosts, t.Hosts...)
-	}
-	return hosts
+	return &cachedIngressClass{
+		objectMeta: newObjectMeta(ic, false),
+		created:    ic.CreationTimestamp.Time,
+		isDefault:  ic.Annotations[defaultClassAnnotation] == "true",
+	}, nil
 }
 
 // classifyHosts normalises hosts to lowercase FQDNs and splits them into
@@ -57,7 +130,7 @@ func classifyHosts(hosts []string, zones []string) (served []string, rejected []
 		if h == "" {
 			continue
 		}
-		fqdn := strings.ToLower(strings.TrimSuffix(h, ".")) + "."
+		fqdn := toFQDN(h)
 		if _, dup := seen[fqdn]; dup {
 			continue
 		}
@@ -84,92 +157,21 @@ func validHost(fqdn string) bool {
 	return len(validation.IsDNS1123Subdomain(h)) == 0
 }
 
-// slimIngressKeeping returns a transform that keeps only what the index
-// reads, so the informer cache of a cluster with thousands of Ingresses stays
-// small: no managedFields, no backends, only the class annotation, and labels
-// only when a label selector is checked against them.
-func slimIngressKeeping(keepLabels bool) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		ing, ok := obj.(*networking.Ingress)
-		if !ok {
-			return obj, nil
-		}
-		slim := slimIngress(ing)
-		if keepLabels {
-			slim.Labels = ing.Labels
-		}
-		return slim, nil
-	}
-}
-
-func slimIngress(ing *networking.Ingress) *networking.Ingress {
-	slim := &networking.Ingress{
-		ObjectMeta: slimMeta(ing.ObjectMeta, legacyClassAnnotation),
-		Spec: networking.IngressSpec{
-			IngressClassName: ing.Spec.IngressClassName,
-		},
-	}
-	if len(ing.Spec.Rules) > 0 {
-		slim.Spec.Rules = make([]networking.IngressRule, len(ing.Spec.Rules))
-		for i, r := range ing.Spec.Rules {
-			slim.Spec.Rules[i].Host = r.Host
-		}
-	}
-	if len(ing.Spec.TLS) > 0 {
-		slim.Spec.TLS = make([]networking.IngressTLS, len(ing.Spec.TLS))
-		for i, t := range ing.Spec.TLS {
-			slim.Spec.TLS[i].Hosts = t.Hosts
-		}
-	}
-	return slim
-}
-
-// slimIngressClass keeps the name, age and default-class marker.
-func slimIngressClass(obj any) (any, error) {
-	ic, ok := obj.(*networking.IngressClass)
-	if !ok {
-		return obj, nil
-	}
-	return &networking.IngressClass{ObjectMeta: slimMeta(ic.ObjectMeta, defaultClassAnnotation)}, nil
-}
-
-// slimMeta keeps identity, age and the named annotations.
-func slimMeta(m meta.ObjectMeta, keepAnnotations ...string) meta.ObjectMeta {
-	out := meta.ObjectMeta{
-		Name:              m.Name,
-		Namespace:         m.Namespace,
-		UID:               m.UID,
-		ResourceVersion:   m.ResourceVersion,
-		Generation:        m.Generation,
-		CreationTimestamp: m.CreationTimestamp,
-	}
-	for _, k := range keepAnnotations {
-		if v, ok := m.Annotations[k]; ok {
-			if out.Annotations == nil {
-				out.Annotations = map[string]string{}
-			}
-			out.Annotations[k] = v
-		}
-	}
-	return out
-}
-
 // defaultIngressClass picks the default class the way the DefaultIngressClass
 // admission plugin does: among classes marked default, the newest wins, ties
 // broken by name.
-func defaultIngressClass(classes []*networking.IngressClass) string {
-	var best *networking.IngressClass
+func defaultIngressClass(classes []*cachedIngressClass) string {
+	var best *cachedIngressClass
 	for _, ic := range classes {
-		if ic.Annotations[defaultClassAnnotation] != "true" {
+		if !ic.isDefault {
 			continue
 		}
-		if best == nil || ic.CreationTimestamp.After(best.CreationTimestamp.Time) ||
-			(ic.CreationTimestamp.Equal(&best.CreationTimestamp) && ic.Name < best.Name) {
+		if best == nil || ic.created.After(best.created) || (ic.created.Equal(best.created) && ic.name < best.name) {
 			best = ic
 		}
 	}
 	if best == nil {
 		return ""
 	}
-	return best.Name
+	return best.name
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	core "k8s.io/api/core/v1"
-	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -31,7 +30,7 @@ func (hc *hostCache) start() error {
 		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0,
 			informers.WithNamespace(ns),
 			informers.WithTweakListOptions(func(o *meta.ListOptions) { o.LabelSelector = selector }),
-			informers.WithTransform(slimIngressKeeping(!s.labels.Empty())))
+			informers.WithTransform(newCachedIngress(!s.labels.Empty())))
 		inf := f.Networking().V1().Ingresses().Informer()
 		if err := hc.watch(inf, hc.onIngress, hc.onIngressDelete); err != nil {
 			return err
@@ -41,7 +40,7 @@ func (hc *hostCache) start() error {
 	}
 
 	if filtersClasses(s.ingressClasses) {
-		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0, informers.WithTransform(slimIngressClass))
+		f := informers.NewSharedInformerFactoryWithOptions(hc.clients.kube, 0, informers.WithTransform(newCachedIngressClass))
 		inf := f.Networking().V1().IngressClasses().Informer()
 		onClass := func(any) { hc.onIngressClass() }
 		if err := hc.watch(inf, onClass, onClass); err != nil {
@@ -146,38 +145,38 @@ func filtersClasses(classes []string) bool {
 func ingressOwner(ns, name string) string { return "ingress/" + ns + "/" + name }
 
 func (hc *hostCache) onIngress(obj any) {
-	ing, ok := obj.(*networking.Ingress)
+	ing, ok := obj.(*cachedIngress)
 	if !ok {
 		return
 	}
 	now := time.Now()
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	hc.setClaimsLocked(ingressOwner(ing.Namespace, ing.Name), hc.ingressClaims(ing), now)
+	hc.setClaimsLocked(ingressOwner(ing.namespace, ing.name), hc.ingressClaims(ing), now)
 }
 
 func (hc *hostCache) onIngressDelete(obj any) {
-	ing, ok := obj.(*networking.Ingress)
+	ing, ok := obj.(*cachedIngress)
 	if !ok {
 		return
 	}
 	now := time.Now()
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	hc.setClaimsLocked(ingressOwner(ing.Namespace, ing.Name), ownerClaims{}, now)
+	hc.setClaimsLocked(ingressOwner(ing.namespace, ing.name), ownerClaims{}, now)
 }
 
 // ingressClaims is what ing contributes under the current default class. The
 // caller holds hc.mu.
-func (hc *hostCache) ingressClaims(ing *networking.Ingress) ownerClaims {
-	if !hc.selected(ing.Labels) {
+func (hc *hostCache) ingressClaims(ing *cachedIngress) ownerClaims {
+	if !hc.selected(ing.labels) {
 		return ownerClaims{}
 	}
 	if filtersClasses(hc.settings.ingressClasses) &&
-		!slices.Contains(hc.settings.ingressClasses, ingressClass(ing, hc.defaultClass)) {
+		!slices.Contains(hc.settings.ingressClasses, ing.class(hc.defaultClass)) {
 		return ownerClaims{}
 	}
-	served, rejected := classifyHosts(ingressHosts(ing), hc.settings.zones)
+	served, rejected := classifyHosts(ing.hosts, hc.settings.zones)
 	return ownerClaims{hosts: served, rejected: rejected, target: hc.target}
 }
 
@@ -185,9 +184,9 @@ func (hc *hostCache) ingressClaims(ing *networking.Ingress) ownerClaims {
 // Ingresses that name no class follow the default.
 func (hc *hostCache) onIngressClass() {
 	now := time.Now()
-	var classes []*networking.IngressClass
+	var classes []*cachedIngressClass
 	for _, obj := range hc.watches.classes.GetStore().List() {
-		if ic, ok := obj.(*networking.IngressClass); ok {
+		if ic, ok := obj.(*cachedIngressClass); ok {
 			classes = append(classes, ic)
 		}
 	}
@@ -202,8 +201,8 @@ func (hc *hostCache) onIngressClass() {
 	hc.defaultClass = def
 	for _, inf := range hc.watches.ingresses {
 		for _, obj := range inf.GetStore().List() {
-			if ing, ok := obj.(*networking.Ingress); ok {
-				hc.setClaimsLocked(ingressOwner(ing.Namespace, ing.Name), hc.ingressClaims(ing), now)
+			if ing, ok := obj.(*cachedIngress); ok {
+				hc.setClaimsLocked(ingressOwner(ing.namespace, ing.name), hc.ingressClaims(ing), now)
 			}
 		}
 	}
@@ -235,7 +234,7 @@ func slimService(obj any) (any, error) {
 		return obj, nil
 	}
 	return &core.Service{
-		ObjectMeta: slimMeta(svc.ObjectMeta),
+		ObjectMeta: meta.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, ResourceVersion: svc.ResourceVersion},
 		Spec:       core.ServiceSpec{ClusterIP: svc.Spec.ClusterIP, ClusterIPs: svc.Spec.ClusterIPs, Type: svc.Spec.Type},
 	}, nil
 }

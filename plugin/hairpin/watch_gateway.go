@@ -290,7 +290,7 @@ func (hc *hostCache) onRoute(obj any, deleted bool) {
 }
 
 func (hc *hostCache) routeClaimsLocked(r *slimRoute) ownerClaims {
-	if !hc.selected(r.Labels) {
+	if !hc.selected(r.labels) {
 		return ownerClaims{}
 	}
 	served, rejected := classifyHosts(routeHostnames(r.view, hc.lookupGatewayLocked), hc.settings.zones)

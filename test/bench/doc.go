@@ -1,0 +1,16 @@
+// Package bench holds coredns-hairpin's side-by-side benchmarks against the
+// alternatives, run by `make bench` (`go test -run '^TestBench$'` with
+// HAIRPIN_BENCH=1): DNS throughput of the hairpin plugin against the hosts
+// plugin and the rewrite+kubernetes ("ouroboros") path, propagation delay of
+// Ingress changes, CoreDNS memory and startup with 10,000 Ingresses, and
+// hairpin-proxy against HAProxy (send-proxy) and a direct connection to nginx.
+//
+// These are benchmarks, not timed tests: they fail only when something is
+// broken (errors or wrong answers), never on a number. Results go to
+// results.json and results.md in this folder. BENCH_QUICK=1 runs a smoke
+// version (one repetition, short durations, 1,000 objects).
+//
+// Everything runs on loopback: a real kube-apiserver and etcd (envtest, via
+// test/harness), our bin/coredns and bin/hairpin-proxy, Debian's nginx,
+// haproxy, dnsperf and wrk.
+package bench

@@ -1,0 +1,372 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
+)
+
+// wrk settings: one wrk thread (the other core is left to the proxy and
+// nginx), 32 connections for throughput; one connection for latency, so the
+// percentiles are the per-request cost, not queueing.
+const (
+	wrkConns     = 32
+	nginxWorkers = 2
+	haproxyPath  = "/usr/sbin/haproxy"
+)
+
+// proxyPath is one way to reach nginx: through our proxy, through HAProxy,
+// or directly.
+type proxyPath struct {
+	name string
+	addr string // what clients dial
+	proc *harness.Process
+}
+
+func (p proxyPath) url(path string) string { return "http://" + p.addr + path }
+
+func startOurProxy(t *testing.T, bin string, upstream string) proxyPath {
+	t.Helper()
+	ip := harness.FreeLoopbackIP(t).String()
+	addr := harness.FreeAddr(t, ip)
+	health := harness.FreeAddr(t, "127.0.0.1")
+	proc := harness.StartProcess(t, "hairpin-proxy", bin,
+		"--route", addr+"="+upstream+",name=bench",
+		"--health-addr", health,
+		"--log-level", "warn")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := proc.Ready(ctx, harness.HTTPProbe("http://"+health+"/readyz")); err != nil {
+		t.Fatal(err)
+	}
+	return proxyPath{name: "ours", addr: addr, proc: proc}
+}
+
+// startHAProxy runs HAProxy the way compumike/hairpin-proxy ships it: TCP
+// mode, one server with send-proxy (PROXY v1), with nbthread matching our
+// proxy's GOMAXPROCS.
+func startHAProxy(t *testing.T, upstream string) proxyPath {
+	t.Helper()
+	ip := harness.FreeLoopbackIP(t).String()
+	addr := harness.FreeAddr(t, ip)
+	conf := fmt.Sprintf(`global
+    nbthread %d
+    maxconn 5000
+
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 10m
+    timeout server 10m
+
+frontend fe
+    bind %s
+    default_backend be
+
+backend be
+    server s1 %s send-proxy
+`, runtime.GOMAXPROCS(0), addr, upstream)
+	path := writeFile(t, t.TempDir(), "haproxy.cfg", conf)
+	proc := harness.StartProcess(t, "haproxy", haproxyPath, "-db", "-f", path)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := proc.Ready(ctx, harness.TCPProbe(addr)); err != nil {
+		t.Fatal(err)
+	}
+	return proxyPath{name: "haproxy", addr: addr, proc: proc}
+}
+
+// checkPath makes one request and checks nginx's answer.
+func checkPath(ctx context.Context, p proxyPath) error {
+	body, code, err := httpGet(ctx, p.url("/"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
+	}
+	if code != 200 || !strings.HasPrefix(string(body), "ok host=") || !strings.Contains(string(body), "client=127.") {
+		return fmt.Errorf("%s: HTTP %d %q", p.name, code, body)
+	}
+	return nil
+}
+
+type wrkResult struct {
+	RPS          float64
+	P50US, P99US float64
+	Requests     int
+	Errors       int // socket errors of every kind
+	Non2xx       int
+}
+
+var (
+	reRPS      = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	reReqs     = regexp.MustCompile(`(\d+) requests in`)
+	reSockErr  = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	reNon2xx   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	rePercent  = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	unitFactor = map[string]float64{"us": 1, "ms": 1e3, "s": 1e6}
+)
+
+func runWrk(ctx context.Context, url string, conns int, d time.Duration, extra ...string) (wrkResult, string, error) {
+	args := append([]string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency"}, extra...)
+	args = append(args, url)
+	ctx, cancel := context.WithTimeout(ctx, d+60*time.Second)
+	defer cancel()
+	out, err := run(ctx, "wrk", args...)
+	if err != nil {
+		return wrkResult{}, out, err
+	}
+	var r wrkResult
+	if m := reRPS.FindStringSubmatch(out); m != nil {
+		r.RPS, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if m := reReqs.FindStringSubmatch(out); m != nil {
+		r.Requests, _ = strconv.Atoi(m[1])
+	}
+	if m := reSockErr.FindStringSubmatch(out); m != nil {
+		for _, s := range m[1:] {
+			n, _ := strconv.Atoi(s)
+			r.Errors += n
+		}
+	}
+	if m := reNon2xx.FindStringSubmatch(out); m != nil {
+		r.Non2xx, _ = strconv.Atoi(m[1])
+	}
+	for _, m := range rePercent.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		v *= unitFactor[m[3]]
+		if m[1] == "50" {
+			r.P50US = v
+		} else {
+			r.P99US = v
+		}
+	}
+	if r.RPS == 0 || r.Requests == 0 {
+		return r, out, fmt.Errorf("wrk: no requests completed:\n%s", out)
+	}
+	return r, out, nil
+}
+
+func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
+	ctx := t.Context()
+	ngx := harness.StartNginx(t, harness.NginxOptions{PlainListeners: true, Workers: nginxWorkers})
+	bulk, err := ngx.BulkFile(cfg.bulkBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := []proxyPath{
+		startOurProxy(t, bin["proxy"], ngx.HTTPAddr),
+		startHAProxy(t, ngx.HTTPAddr),
+		{name: "direct", addr: ngx.PlainHTTPAddr},
+	}
+	for _, p := range paths {
+		if err := checkPath(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type series map[string][]float64
+	ka, kaP50, kaP99, cps, latP50, latP99, mbps := series{}, series{}, series{}, series{}, series{}, series{}, series{}
+
+	check := func(p proxyPath, what string, r wrkResult, out string) {
+		t.Logf("bench: proxy %-7s %-9s %9.0f req/s, p50 %7.0f us, p99 %7.0f us, %d requests, %d socket errors, %d non-2xx",
+			p.name, what, r.RPS, r.P50US, r.P99US, r.Requests, r.Errors, r.Non2xx)
+		if r.Non2xx > 0 || r.Errors*1000 > r.Requests {
+			t.Fatalf("%s %s: %d non-2xx responses and %d socket errors in %d requests:\n%s", p.name, what, r.Non2xx, r.Errors, r.Requests, out)
+		}
+	}
+	// Warm-up, not recorded: a short wrk run per path (process heaps,
+	// nginx workers), and one direct download of the bulk file so that its
+	// page cache is filled before the first measured download.
+	for _, p := range paths {
+		if _, out, err := runWrk(ctx, p.url("/"), wrkConns, time.Second); err != nil {
+			t.Fatalf("%s warm-up: %v\n%s", p.name, err, out)
+		}
+	}
+	if _, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null", paths[2].url(bulk)); err != nil {
+		t.Fatalf("bulk warm-up: %v", err)
+	}
+	// Each measure runs interleaved: ours, haproxy, direct, ours, ...
+	for rep := 0; rep < cfg.reps; rep++ {
+		for _, p := range paths {
+			r, out, err := runWrk(ctx, p.url("/"), wrkConns, cfg.wrkDur)
+			if err != nil {
+				t.Fatalf("%s keep-alive: %v", p.name, err)
+			}
+			check(p, "keepalive", r, out)
+			ka[p.name], kaP50[p.name], kaP99[p.name] = append(ka[p.name], r.RPS), append(kaP50[p.name], r.P50US), append(kaP99[p.name], r.P99US)
+		}
+	}
+	for rep := 0; rep < cfg.reps; rep++ {
+		for _, p := range paths {
+			r, out, err := runWrk(ctx, p.url("/"), wrkConns, cfg.wrkDur, "-H", "Connection: close")
+			if err != nil {
+				t.Fatalf("%s new connections: %v", p.name, err)
+			}
+			check(p, "conn/req", r, out)
+			cps[p.name] = append(cps[p.name], r.RPS)
+		}
+	}
+	for rep := 0; rep < cfg.reps; rep++ {
+		for _, p := range paths {
+			r, out, err := runWrk(ctx, p.url("/"), 1, cfg.latDur)
+			if err != nil {
+				t.Fatalf("%s latency: %v", p.name, err)
+			}
+			check(p, "latency", r, out)
+			latP50[p.name], latP99[p.name] = append(latP50[p.name], r.P50US), append(latP99[p.name], r.P99US)
+		}
+	}
+	for rep := 0; rep < cfg.reps; rep++ {
+		for _, p := range paths {
+			out, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null",
+				"-w", "%{http_code} %{size_download} %{speed_download}", p.url(bulk))
+			if err != nil {
+				t.Fatalf("%s bulk: %v", p.name, err)
+			}
+			f := strings.Fields(out)
+			if len(f) != 3 || f[0] != "200" || f[1] != strconv.FormatInt(cfg.bulkBytes, 10) {
+				t.Fatalf("%s bulk: curl says %q, want 200 and %d bytes", p.name, out, cfg.bulkBytes)
+			}
+			speed, _ := strconv.ParseFloat(f[2], 64)
+			t.Logf("bench: proxy %-7s bulk      %9.1f MB/s", p.name, speed/1e6)
+			mbps[p.name] = append(mbps[p.name], speed/1e6)
+		}
+	}
+	pr := &res.Proxy
+	pr.OursRPSKeepalive, pr.HAProxyRPSKeepalive, pr.DirectRPSKeepalive = round(median(ka["ours"]), 0), round(median(ka["haproxy"]), 0), round(median(ka["direct"]), 0)
+	pr.OursCPS, pr.HAProxyCPS, pr.DirectCPS = round(median(cps["ours"]), 0), round(median(cps["haproxy"]), 0), round(median(cps["direct"]), 0)
+	pr.OursMBps, pr.HAProxyMBps, pr.DirectMBps = round(median(mbps["ours"]), 0), round(median(mbps["haproxy"]), 0), round(median(mbps["direct"]), 0)
+	pr.OursP99us, pr.HAProxyP99us, pr.DirectP99us = round(median(latP99["ours"]), 0), round(median(latP99["haproxy"]), 0), round(median(latP99["direct"]), 0)
+	for _, p := range paths {
+		res.ProxyExtra[p.name+"_p50_us"] = round(median(latP50[p.name]), 0)
+		res.ProxyExtra[p.name+"_keepalive_c32_p50_us"] = round(median(kaP50[p.name]), 0)
+		res.ProxyExtra[p.name+"_keepalive_c32_p99_us"] = round(median(kaP99[p.name]), 0)
+		res.ProxyExtra[p.name+"_rps_keepalive_runs"] = roundAll(ka[p.name], 0)
+		res.ProxyExtra[p.name+"_cps_runs"] = roundAll(cps[p.name], 0)
+		res.ProxyExtra[p.name+"_mbps_runs"] = roundAll(mbps[p.name], 0)
+	}
+	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
+		wrkConns, cfg.wrkDur, cfg.latDur, cfg.bulkBytes, nginxWorkers, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0))
+	for _, p := range paths[:2] {
+		p.proc.Stop()
+	}
+
+	// Idle connections: fresh processes, so earlier load does not inflate
+	// the figure; interleaved ours, haproxy, ours, ...
+	idle, base := series{}, series{}
+	for rep := 0; rep < cfg.reps; rep++ {
+		for _, name := range []string{"ours", "haproxy"} {
+			var p proxyPath
+			if name == "ours" {
+				p = startOurProxy(t, bin["proxy"], ngx.HTTPAddr)
+			} else {
+				p = startHAProxy(t, ngx.HTTPAddr)
+			}
+			b, r := idleRSS(t, p, cfg.idleConns)
+			t.Logf("bench: proxy %-7s RSS %.1f MiB idle, %.1f MiB with %d idle connections", name, b, r, cfg.idleConns)
+			base[name], idle[name] = append(base[name], b), append(idle[name], r)
+			p.proc.Stop()
+		}
+	}
+	pr.OursRSSMB1kIdle, pr.HAProxyRSSMB1kIdle = round(median(idle["ours"]), 1), round(median(idle["haproxy"]), 1)
+	res.ProxyExtra["ours_rss_mb_no_conns"] = round(median(base["ours"]), 1)
+	res.ProxyExtra["haproxy_rss_mb_no_conns"] = round(median(base["haproxy"]), 1)
+	res.ProxyExtra["idle_conns"] = cfg.idleConns
+}
+
+// idleRSS reads the proxy's RSS, then opens n connections through it, holds
+// them, and reads its RSS again (median of samples over 2 s). It checks that
+// the proxy really holds both sides of every connection.
+func idleRSS(t *testing.T, p proxyPath, n int) (before, with float64) {
+	pid := p.proc.Cmd.Process.Pid
+	time.Sleep(500 * time.Millisecond)
+	before, err := minRSS(pid, 3, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, n)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var dialErr error
+	sem := make(chan struct{}, 32)
+	for i := range conns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				dialErr = err
+				return
+			}
+			conns[i] = c
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	if dialErr != nil {
+		t.Fatalf("%s: dial: %v", p.name, dialErr)
+	}
+	// Both sides of each connection are open in the proxy: n accepted plus
+	// n upstream sockets.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		fds := countFDs(pid)
+		if fds >= 2*n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: holds %d fds, want >= %d for %d proxied connections", p.name, fds, 2*n, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+	var samples []float64
+	for i := 0; i < 5; i++ {
+		v, err := rssMB(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, v)
+		time.Sleep(400 * time.Millisecond)
+	}
+	// The connections must still be usable (nothing timed them out).
+	c := conns[0]
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: app.example.com\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatalf("%s: idle connection: %v", p.name, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%s: idle connection answer: %v %v", p.name, resp, err)
+	}
+	return before, median(samples)
+}
+
+func countFDs(pid int) int {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
