@@ -33,3 +33,8 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// osKeepAlive turns TCP keepalive on with the kernel's own timers: one
+// setsockopt per socket instead of Go's default four (on, idle, interval,
+// count), which is measurable at thousands of new connections a second.
+var osKeepAlive = net.KeepAliveConfig{Enable: true, Idle: -1, Interval: -1, Count: -1}

@@ -85,7 +85,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		o(s)
 	}
 	if s.dial == nil {
-		d := &net.Dialer{}
+		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
 		s.dial = d.DialContext
 	}
 	s.metrics = newMetrics(s.version)
@@ -114,7 +114,7 @@ func (s *Server) Start() error {
 		return errors.New("server already started")
 	}
 	s.started = true
-	var lc net.ListenConfig
+	lc := net.ListenConfig{KeepAliveConfig: osKeepAlive}
 	for _, rs := range s.routes {
 		ln, err := lc.Listen(context.Background(), "tcp", rs.Listen)
 		if err != nil {
