@@ -3,10 +3,12 @@ package hairpin
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/coredns/coredns/coremain"
 
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -62,9 +64,21 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		if err != nil {
 			return nil, fmt.Errorf("gateway API client: %w", err)
 		}
-		return &clients{kube: kube, gateway: gateway, discovery: kube.Discovery()}, nil
+		// Discovery runs in OnStartup and must not hang it on an apiserver
+		// that accepts connections but does not answer; watches, which
+		// are long requests, keep the timeout-less config.
+		discoCfg := rest.CopyConfig(jsonCfg)
+		discoCfg.Timeout = discoveryTimeout
+		disco, err := discovery.NewDiscoveryClientForConfig(discoCfg)
+		if err != nil {
+			return nil, fmt.Errorf("discovery client: %w", err)
+		}
+		return &clients{kube: kube, gateway: gateway, discovery: disco}, nil
 	}, nil
 }
+
+// discoveryTimeout bounds one discovery request.
+const discoveryTimeout = 10 * time.Second
 
 // clients are the API clients a cache watches with.
 type clients struct {
