@@ -1,12 +1,12 @@
 package harness
 
 import (
-	"io"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
