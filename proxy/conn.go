@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -110,9 +111,13 @@ func (c *clientConn) serve() {
 	reason, toUp, toCli := r.run()
 	m.close(reason)
 	m.connDuration.Observe(time.Since(c.accepted).Seconds())
-	log.Debug("connection closed", "route", rs.Name, "client", c.conn.RemoteAddr().String(),
-		"reason", reason, "client_to_upstream", toUp, "upstream_to_client", toCli,
-		"duration", time.Since(c.accepted))
+	// Guarded: the arguments (an address string, a duration) would be built
+	// for every connection even when debug logging is off.
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		log.Debug("connection closed", "route", rs.Name, "client", c.conn.RemoteAddr().String(),
+			"reason", reason, "client_to_upstream", toUp, "upstream_to_client", toCli,
+			"duration", time.Since(c.accepted))
+	}
 }
 
 func (c *clientConn) abortedReason() string {
