@@ -107,7 +107,7 @@ func (it *integration) startCache(t *testing.T, s settings) *hostCache {
 func (it *integration) syncedCache(t *testing.T, s settings) *hostCache {
 	t.Helper()
 	hc := it.startCache(t, s)
-	if !hc.waitForSync(20 * time.Second) {
+	if !hc.waitOpen(20 * time.Second) {
 		t.Fatal("cache did not sync against the real apiserver")
 	}
 	return hc
@@ -418,7 +418,7 @@ func (it *integration) apiserverRestart(t *testing.T, ns string) {
 	// Give the watches time to notice, then the last-known answer must stand.
 	time.Sleep(2 * time.Second)
 	wantA(t, hc, "before.example.com.", ip)
-	if !hc.hasSynced() {
+	if !hc.serving() {
 		t.Error("cache reports unsynced while serving last-known answers")
 	}
 
@@ -442,14 +442,14 @@ func (it *integration) notReadyBeforeSync(t *testing.T, ns string) {
 	})
 	hc := it.startCache(t, it.proxySettings(ns))
 	h := newTestHairpin(hc, []string{"example.com."})
-	if hc.waitForSync(time.Second) || h.Ready() {
+	if hc.waitOpen(time.Second) || h.Ready() {
 		t.Fatal("Ready() with the apiserver down before the first sync")
 	}
 	if err := it.cp.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
-	if !hc.waitForSync(30 * time.Second) {
+	if !hc.waitOpen(30 * time.Second) {
 		t.Fatal("not synced after the apiserver came back")
 	}
 	if !h.Ready() {

@@ -101,7 +101,7 @@ func TestTwoServerBlocksShareOneCacheAndReloadKeepsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := onlyCache(t)
-	if !first.hasSynced() {
+	if !first.serving() {
 		t.Fatal("cache not synced after OnStartup")
 	}
 
