@@ -27,8 +27,8 @@ func init() { plugin.Register(pluginName, setup) }
 const (
 	defaultTargetsNamespace = "hairpin-system"
 	defaultTTL              = 5
-	maxTTL                = 3600
-	defaultStartupTimeout = 5 * time.Second
+	maxTTL                  = 3600
+	defaultStartupTimeout   = 5 * time.Second
 )
 
 // settings is one parsed hairpin stanza. With neither proxy nor proxy_ip,
@@ -37,16 +37,16 @@ type settings struct {
 	zones            []string
 	targetsNamespace string
 	proxyNamespace   string
-	proxyName      string
-	proxyIPs       []net.IP
-	ingressClasses []string
-	gatewayClasses []string
-	namespaces     []string
-	labels         labels.Selector
-	ttl            uint32
-	kubeconfig     string
-	kubecontext    string
-	startupTimeout time.Duration
+	proxyName        string
+	proxyIPs         []net.IP
+	ingressClasses   []string
+	gatewayClasses   []string
+	namespaces       []string
+	labels           labels.Selector
+	ttl              uint32
+	kubeconfig       string
+	kubecontext      string
+	startupTimeout   time.Duration
 }
 
 // cacheKey identifies the watches and index that settings need. Two server
@@ -131,8 +131,8 @@ func parse(c *caddy.Controller) (settings, error) {
 	s := settings{
 		targetsNamespace: defaultTargetsNamespace,
 		labels:           labels.Everything(),
-		ttl:            defaultTTL,
-		startupTimeout: defaultStartupTimeout,
+		ttl:              defaultTTL,
+		startupTimeout:   defaultStartupTimeout,
 	}
 	stanzas := 0
 	for c.Next() {
