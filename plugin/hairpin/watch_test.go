@@ -64,6 +64,9 @@ func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *f
 	if s.labels == nil {
 		s.labels = labels.Everything()
 	}
+	if s.startupTimeout == 0 {
+		s.startupTimeout = 5 * time.Second
+	}
 	if s.proxyName == "" && len(s.proxyIPs) == 0 {
 		s.proxyNamespace, s.proxyName = defaultProxyNamespace, defaultProxyName
 	}
