@@ -210,9 +210,7 @@ func TestBench(t *testing.T) {
 		res.Command = "BENCH_QUICK=1 " + Command
 	}
 	only := phases(os.Getenv(EnvOnly))
-	if only != nil && !cfg.quick {
-		keepPrevious(t, res)
-	}
+	kept := only != nil && !cfg.quick && keepPrevious(t, res)
 	t.Logf("bench: %s, quick=%v, reps=%d, objects=%d", res.Machine, cfg.quick, cfg.reps, cfg.objects)
 
 	// The proxy phase first, while no control plane runs.
@@ -225,12 +223,10 @@ func TestBench(t *testing.T) {
 		}
 	}
 
-	if only != nil {
+	if kept {
 		res.PartialRuns = append(res.PartialRuns, fmt.Sprintf("%s: %s=%s (%.0f s)", start.UTC().Format(time.RFC3339), EnvOnly, os.Getenv(EnvOnly), time.Since(start).Seconds()))
-		if !cfg.quick {
-			writeResults(t, res, t.Failed())
-			return
-		}
+		writeResults(t, res, t.Failed())
+		return
 	}
 	res.DurationS = round(time.Since(start).Seconds(), 1)
 	if t.Failed() {
@@ -252,12 +248,13 @@ func phases(v string) map[string]bool {
 }
 
 // keepPrevious starts from the results.json already written, so that a
-// BENCH_ONLY run replaces only its own phases' figures.
-func keepPrevious(t *testing.T, res *Results) {
+// BENCH_ONLY run replaces only its own phases' figures. It reports whether
+// there was a full run to keep.
+func keepPrevious(t *testing.T, res *Results) bool {
 	b, err := os.ReadFile("results.json")
 	if err != nil {
 		t.Logf("bench: %s: no previous results.json to keep (%v)", EnvOnly, err)
-		return
+		return false
 	}
 	prev := *res
 	if err := json.Unmarshal(b, res); err != nil {
@@ -266,13 +263,14 @@ func keepPrevious(t *testing.T, res *Results) {
 	if res.Quick {
 		t.Logf("bench: %s: the previous results.json is a quick run; not kept", EnvOnly)
 		*res = prev
-		return
+		return false
 	}
 	for _, m := range []*map[string]any{&res.DNSLatency, &res.DNSExtra, &res.PropExtra, &res.MemExtra, &res.ProxyExtra, &res.ScaleExtra} {
 		if *m == nil {
 			*m = map[string]any{}
 		}
 	}
+	return true
 }
 
 func writeResults(t *testing.T, res *Results, failed bool) {

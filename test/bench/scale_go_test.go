@@ -32,7 +32,20 @@ func benchScaleGo(t *testing.T, cfg config, res *Results) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go test -c ./plugin/hairpin/: %v\n%s", err, out)
 	}
-	runs := map[string][]float64{} // "spread/1/10" -> ns/op per rep
+	// The benchmark's sizes are its own (the plugin's fixed 100 targets and
+	// 200,000 hosts), whatever BENCH_QUICK does to the other cases.
+	sizeOf := func(targets, hosts int) string {
+		switch {
+		case hosts <= 10:
+			return "small" // 10 hosts on 1 target
+		case targets > 1:
+			res.ScaleExtra["go_targets"], res.ScaleExtra["go_hosts"] = targets, hosts
+			return "large" // the scale case
+		default:
+			return "onetarget" // as many hosts on 1 target
+		}
+	}
+	runs := map[string][]float64{} // "spread_large" -> ns/op per rep
 	for rep := 0; rep < cfg.goBenchReps; rep++ {
 		out, err := run(ctx, bin, "-test.run", "^$", "-test.bench", "^BenchmarkServeDNSTargets$",
 			"-test.benchtime", cfg.goBenchTime.String(), "-test.count", "1")
@@ -40,34 +53,25 @@ func benchScaleGo(t *testing.T, cfg config, res *Results) {
 			t.Fatal(err)
 		}
 		found := goBenchLine.FindAllStringSubmatch(out, -1)
-		if len(found) != 4 {
-			t.Fatalf("want 4 results of BenchmarkServeDNSTargets, got %d:\n%s", len(found), out)
+		if len(found) != 6 {
+			t.Fatalf("want 6 results of BenchmarkServeDNSTargets, got %d:\n%s", len(found), out)
 		}
 		for _, m := range found {
+			targets, _ := strconv.Atoi(m[2])
+			hosts, _ := strconv.Atoi(m[3])
 			ns, _ := strconv.ParseFloat(m[4], 64)
-			key := m[1] + "/" + m[2] + "/" + m[3]
+			key := m[1] + "_" + sizeOf(targets, hosts)
 			runs[key] = append(runs[key], ns)
 		}
 		t.Logf("bench: scale go rep %d: %v, load %s", rep, runs, loadavg())
 	}
-	// The benchmark's sizes are its own (the plugin's fixed 100 targets and
-	// 200,000 hosts), whatever BENCH_QUICK does to the other cases.
-	pick := func(mode string, large bool) float64 {
-		for key, xs := range runs {
-			var targets, hosts int
-			if n, _ := fmt.Sscanf(key, mode+"/%d/%d", &targets, &hosts); n == 2 && (targets > 1) == large {
-				size := "small"
-				if large {
-					size = "large"
-					res.ScaleExtra["go_targets"], res.ScaleExtra["go_hosts"] = targets, hosts
-				}
-				res.ScaleExtra["go_ns_runs_"+mode+"_"+size] = roundAll(xs, 0)
-				return round(median(xs), 0)
-			}
-		}
-		return 0
+	for key, xs := range runs {
+		res.ScaleExtra["go_ns_runs_"+key] = roundAll(xs, 0)
 	}
-	res.Scale.HitNsSmall, res.Scale.HitNsLarge = pick("spread", false), pick("spread", true)
-	res.Scale.RepeatNsSmall, res.Scale.RepeatNsLarge = pick("repeat", false), pick("repeat", true)
+	ns := func(key string) float64 { return round(median(runs[key]), 0) }
+	res.Scale.HitNsSmall, res.Scale.HitNsLarge = ns("spread_small"), ns("spread_large")
+	res.Scale.RepeatNsSmall, res.Scale.RepeatNsLarge = ns("repeat_small"), ns("repeat_large")
+	res.ScaleExtra["go_ns_spread_onetarget"] = ns("spread_onetarget")
+	res.ScaleExtra["go_ns_repeat_onetarget"] = ns("repeat_onetarget")
 	res.ScaleExtra["go_method"] = fmt.Sprintf("plugin/hairpin BenchmarkServeDNSTargets (ServeDNS of an A hit, index built through the watch handlers), -benchtime %s, %d interleaved runs, medians; spread walks all hosts in a shuffled order, repeat asks one name", cfg.goBenchTime, cfg.goBenchReps)
 }

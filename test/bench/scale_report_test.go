@@ -47,6 +47,7 @@ func scaleDetail(r *Results) string {
 	p("| measure | %s hosts / %d targets | 10 hosts / 1 target | runs |\n|---|---:|---:|---|\n", count(sc.Hosts), sc.Targets)
 	p("| ServeDNS hit ns/op, names spread (Go benchmark at %s hosts / %v targets) | %.0f | %.0f | %v / %v |\n", countAny(x["go_hosts"]), x["go_targets"], sc.HitNsLarge, sc.HitNsSmall, x["go_ns_runs_spread_large"], x["go_ns_runs_spread_small"])
 	p("| ServeDNS hit ns/op, one name (same) | %.0f | %.0f | %v / %v |\n", sc.RepeatNsLarge, sc.RepeatNsSmall, x["go_ns_runs_repeat_large"], x["go_ns_runs_repeat_small"])
+	p("| the same %s hosts on 1 target: names spread / one name | %v / %v | | %v / %v |\n", countAny(x["go_hosts"]), x["go_ns_spread_onetarget"], x["go_ns_repeat_onetarget"], x["go_ns_runs_spread_onetarget"], x["go_ns_runs_repeat_onetarget"])
 	p("| dnsperf QPS | %.0f | %.0f | %v / %v |\n", sc.QPSLarge, sc.QPSSmall, x["qps_large_runs"], x["qps_small_runs"])
 	p("| dnsperf p99 µs | %v | %v | |\n\n", x["dns_p99_us_large"], x["dns_p99_us_small"])
 	p("Go benchmark: %v.\n\n", x["go_method"])
