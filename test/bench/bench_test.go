@@ -224,7 +224,7 @@ func TestBench(t *testing.T) {
 	}
 
 	if kept {
-		res.PartialRuns = append(res.PartialRuns, fmt.Sprintf("%s: %s=%s (%.0f s)", start.UTC().Format(time.RFC3339), EnvOnly, os.Getenv(EnvOnly), time.Since(start).Seconds()))
+		res.PartialRuns = append(res.PartialRuns, fmt.Sprintf("%s: %s=%s (%.0f s) on %s", start.UTC().Format(time.RFC3339), EnvOnly, os.Getenv(EnvOnly), time.Since(start).Seconds(), machine()))
 		writeResults(t, res, t.Failed())
 		return
 	}

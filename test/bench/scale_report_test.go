@@ -43,7 +43,7 @@ func scaleDetail(r *Results) string {
 	x := r.ScaleExtra
 	p("\n## Scale detail (issue 11)\n\n")
 	p("%s production-shaped Ingresses (as in the memory phase) of 2 hosts each, %s hosts, spread evenly over %d targets: one target Service, IngressClass, zone (`tenant-NNN.example.com`) and namespace per tenant, as Cozystack runs one ingress controller per tenant. Own control plane; `bin/coredns` with hairpin discovering targets in `hairpin-system`. The 10-host case is a second `bin/coredns` on the same apiserver that discovers one target in its own namespace and watches only its own 5 Ingresses.\n\n", count(sc.Ingresses), count(sc.Hosts), sc.Targets)
-	p("Run at %v, %v s; load average (1, 5, 15 min) %v at the start, %v at the end (the machine is shared).\n\n", x["date"], x["duration_s"], x["loadavg_start"], x["loadavg_end"])
+	p("Run at %v on %v, %v s; load average (1, 5, 15 min) %v at the start, %v at the end (the machine is shared).\n\n", x["date"], x["machine"], x["duration_s"], x["loadavg_start"], x["loadavg_end"])
 	p("| measure | %s hosts / %d targets | 10 hosts / 1 target | runs |\n|---|---:|---:|---|\n", count(sc.Hosts), sc.Targets)
 	p("| ServeDNS hit ns/op, names spread (Go benchmark at %s hosts / %v targets) | %.0f | %.0f | %v / %v |\n", countAny(x["go_hosts"]), x["go_targets"], sc.HitNsLarge, sc.HitNsSmall, x["go_ns_runs_spread_large"], x["go_ns_runs_spread_small"])
 	p("| ServeDNS hit ns/op, one name (same) | %.0f | %.0f | %v / %v |\n", sc.RepeatNsLarge, sc.RepeatNsSmall, x["go_ns_runs_repeat_large"], x["go_ns_runs_repeat_small"])

@@ -96,6 +96,7 @@ func benchScale(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	res.Scale = ScaleResults{Targets: cfg.scaleTargets, Ingresses: cfg.scaleIngresses, Hosts: 2 * cfg.scaleIngresses}
 	res.ScaleExtra = map[string]any{}
 	res.ScaleExtra["date"] = time.Now().UTC().Format(time.RFC3339)
+	res.ScaleExtra["machine"] = machine()
 	res.ScaleExtra["loadavg_start"] = loadavg()
 	start := time.Now()
 	defer func() {
