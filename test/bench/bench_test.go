@@ -160,9 +160,9 @@ type ScaleResults struct {
 	Targets       int     `json:"targets"`
 	Ingresses     int     `json:"ingresses"`
 	Hosts         int     `json:"hosts"`
-	HitNsSmall    float64 `json:"hit_ns_10"`           // ServeDNS hit, names spread over the index
+	HitNsSmall    float64 `json:"hit_ns_10"`           // ServeDNS hit, CPU ns/op, names spread over the index
 	HitNsLarge    float64 `json:"hit_ns_large"`        // the same at Hosts hosts
-	RepeatNsSmall float64 `json:"hit_ns_repeat_10"`    // ServeDNS hit, one name
+	RepeatNsSmall float64 `json:"hit_ns_repeat_10"`    // ServeDNS hit, CPU ns/op, one name
 	RepeatNsLarge float64 `json:"hit_ns_repeat_large"` // the same at Hosts hosts
 	QPSSmall      float64 `json:"qps_10"`              // dnsperf against bin/coredns
 	QPSLarge      float64 `json:"qps_large"`
