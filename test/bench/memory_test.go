@@ -55,6 +55,24 @@ func measureSpec(t *testing.T, cfg config, bin string, spec coreDNSSpec, n int, 
 	ctx := t.Context()
 	s := startCoreDNS(t, bin, spec)
 	start := time.Now()
+	if dir := os.Getenv(EnvProfileDir); dir != "" && n > 0 {
+		// A CPU profile of the first sync, from as soon as pprof listens.
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			pctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			for pctx.Err() == nil {
+				b, code, err := httpGet(pctx, "http://"+s.pprofAddr+"/debug/pprof/profile?seconds=25")
+				if err == nil && code == http.StatusOK {
+					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("coredns-%s-%d.sync.cpu.pprof", spec.name, n)), b, 0o644)
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
 	readyURL := "http://" + s.readyAddr + "/ready"
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(3 * time.Minute)

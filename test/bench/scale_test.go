@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -199,28 +200,21 @@ func (e *scaleEnv) setup(t *testing.T) {
 // what "all hosts answered" means (a sample is also queried).
 func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metrics string, res *Results) {
 	want := 2 * e.cfg.scaleIngresses
-	var rss, ready, all, heap []float64
+	var rss, ready, all, cpu, heap []float64
 	for rep := 0; rep < e.cfg.reps; rep++ {
-		var allS float64
+		var allS, cpuS float64
 		m := measureSpec(t, e.cfg, bin, spec, e.cfg.scaleIngresses, func(ctx context.Context, s *coreDNS, start time.Time) error {
-			// Every 5 ms, not harness.Poll's backoff: this is a figure.
-			for {
-				text, err := scrape(ctx, metrics)
-				got := metricSum(text, "coredns_hairpin_hosts", `kind="exact"`)
-				if err == nil && int(got) == want {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("coredns_hairpin_hosts{kind=exact} = %.0f, want %d (%v): %w", got, want, err, ctx.Err())
-				case <-time.After(5 * time.Millisecond):
-				}
+			if err := waitHosts(ctx, metrics, want); err != nil {
+				return err
 			}
 			allS = time.Since(start).Seconds()
+			if c, err := cpuSeconds(s.proc.Cmd.Process.Pid); err == nil {
+				cpuS = c
+			}
 			return checkTargets(ctx, s, e.cfg.scaleIngresses, e.host, func(i int) string { return e.ips[e.tenantOf(i)] })
 		})
-		rss, ready, all, heap = append(rss, m.rss), append(ready, m.syncS), append(all, allS), append(heap, m.heapInuse)
-		t.Logf("bench: scale: rep %d: ready %.3f s, all %d hosts served %.3f s, RSS %.1f MiB, load %s", rep, m.syncS, want, allS, m.rss, loadavg())
+		rss, ready, all, cpu, heap = append(rss, m.rss), append(ready, m.syncS), append(all, allS), append(cpu, cpuS), append(heap, m.heapInuse)
+		t.Logf("bench: scale: rep %d: ready %.3f s, all %d hosts served %.3f s (coredns CPU %.2f s), RSS %.1f MiB, load %s", rep, m.syncS, want, allS, cpuS, m.rss, loadavg())
 	}
 	res.Scale.RSS = round(median(rss), 1)
 	res.Scale.ExtraRSS = round(res.Scale.RSS-res.Scale.RSS0, 1)
@@ -229,8 +223,27 @@ func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metri
 	res.ScaleExtra["ready_s"] = round(median(ready), 3)
 	res.ScaleExtra["ready_runs_s"] = roundAll(ready, 3)
 	res.ScaleExtra["sync_runs_s"] = roundAll(all, 3)
+	res.ScaleExtra["sync_cpu_s"] = round(median(cpu), 2)
+	res.ScaleExtra["sync_cpu_runs_s"] = roundAll(cpu, 2)
 	res.ScaleExtra["heap_inuse_mb"] = round(median(heap), 1)
 	res.ScaleExtra["memory_method"] = "VmRSS after a forced GC, settled, minimum (as the memory phase); 0 = the same Corefile with the targets and classes but no tenant Ingresses; sync = process start until coredns_hairpin_hosts{kind=exact} counts every host"
+}
+
+// waitHosts waits until the hosts gauge at metrics counts want exact hosts,
+// polling every 5 ms (not harness.Poll's backoff: the sync time is a figure).
+func waitHosts(ctx context.Context, metrics string, want int) error {
+	for {
+		text, err := scrape(ctx, metrics)
+		got := metricSum(text, "coredns_hairpin_hosts", `kind="exact"`)
+		if err == nil && int(got) == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("coredns_hairpin_hosts{kind=exact} = %.0f, want %d (%v): %w", got, want, err, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // benchDNS runs dnsperf against the large and the 10-host server, interleaved.
@@ -318,9 +331,12 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	if err := s.waitServing(wctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.Poll(wctx, func(ctx context.Context) error {
-		return checkTargets(ctx, s, e.cfg.scaleIngresses, e.host, func(i int) string { return e.ips[e.tenantOf(i)] })
-	}); err != nil {
+	// Changes start once the first sync is complete, not at /ready, which
+	// startup_timeout may have opened earlier.
+	if err := waitHosts(wctx, metrics, 2*e.cfg.scaleIngresses); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkTargets(wctx, s, e.cfg.scaleIngresses, e.host, func(i int) string { return e.ips[e.tenantOf(i)] }); err != nil {
 		t.Fatal(err)
 	}
 	before, err := scrape(wctx, metrics)
@@ -332,7 +348,7 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	ings := e.k.client.NetworkingV1()
 	var mu sync.Mutex
 	byOp := map[string][]float64{}
-	var all, api []float64
+	var all, api, watch []float64 // watch: from the API's answer to CoreDNS's
 	var errs []error
 	var moved []int // Ingresses moved away: their old host must go
 	fail := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
@@ -426,6 +442,7 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 			byOp[op] = append(byOp[op], d)
 			all = append(all, d)
 			api = append(api, float64(apiD.Microseconds())/1000)
+			watch = append(watch, d-float64(apiD.Microseconds())/1000)
 			mu.Unlock()
 		}()
 	}
@@ -458,6 +475,8 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	res.ScaleExtra["prop_max_ms"] = round(percentile(all, 100), 1)
 	res.ScaleExtra["prop_api_call_p50_ms"] = round(percentile(api, 50), 1)
 	res.ScaleExtra["prop_api_call_p99_ms"] = round(percentile(api, 99), 1)
+	res.ScaleExtra["prop_after_api_p50_ms"] = round(percentile(watch, 50), 1)
+	res.ScaleExtra["prop_after_api_p99_ms"] = round(percentile(watch, 99), 1)
 	hb, ha := histogram(before, "coredns_hairpin_index_update_delay_seconds"), histogram(after, "coredns_hairpin_index_update_delay_seconds")
 	delta := make(map[float64]float64, len(ha))
 	for le, c := range ha {
@@ -479,6 +498,27 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	res.ScaleExtra["prop_method"] = fmt.Sprintf("%d changes at %d/s, open loop, cycling create / rename host / move to another target's class; clock from just before the API call to the first A answer with the right target's address; UDP poll every ~1 ms; %d Ingresses present", e.cfg.scaleChanges, e.cfg.scaleRate, n)
 	t.Logf("bench: scale propagation: %d changes at %.1f/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (API call p50 %.1f ms); plugin histogram p99 ≤ %v ms over %v events; load %s",
 		len(all), rate, res.Scale.PropP50, res.Scale.PropP99, percentile(all, 100), percentile(api, 50), res.ScaleExtra["plugin_delay_p99_le_ms"], res.ScaleExtra["plugin_delay_events"], loadavg())
+}
+
+// cpuSeconds is the user and system CPU time of pid so far, from
+// /proc/pid/stat (fields 14 and 15, in clock ticks of 1/100 s).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name may hold spaces; the fields after it may not.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return (utime + stime) / 100, nil
 }
 
 // loadavg is /proc/loadavg's 1, 5 and 15 minute load: the machine is shared,
