@@ -70,7 +70,7 @@ func newConfig() config {
 		reps: 3, objects: 10000, small: 10, dnsDur: 10 * time.Second, propChanges: 240,
 		settle: 60 * time.Second, wrkDur: 10 * time.Second, latDur: 5 * time.Second,
 		bulkBytes: 1 << 30, idleConns: 1000,
-		scaleTargets: 100, scaleIngresses: 100_000, scaleChanges: 600, scaleRate: 10, goBenchReps: 9, goBenchTime: 500 * time.Millisecond,
+		scaleTargets: 100, scaleIngresses: 100_000, scaleChanges: 600, scaleRate: 10, goBenchReps: 5, goBenchTime: 500 * time.Millisecond,
 	}
 	if os.Getenv(EnvQuick) == "1" {
 		c.quick = true
