@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +20,16 @@ import (
 // distribution ships it (the file's header names origin and version).
 var Distributions = []string{"kubeadm", "talos", "k3s", "helm"}
 
-// DistributionCorefile returns testdata/corefiles/NAME.Corefile, verbatim.
+// CorefilesDir is testdata/corefiles of this package, wherever the caller
+// runs (the benchmarks use the fixtures too).
+var CorefilesDir = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "testdata", "corefiles")
+}()
+
+// DistributionCorefile returns CorefilesDir/NAME.Corefile, verbatim.
 func DistributionCorefile(name string) (string, error) {
-	b, err := os.ReadFile(filepath.Join("testdata", "corefiles", name+".Corefile"))
+	b, err := os.ReadFile(filepath.Join(CorefilesDir, name+".Corefile"))
 	if err != nil {
 		return "", fmt.Errorf("distribution Corefile %s: %w", name, err)
 	}
