@@ -54,6 +54,7 @@ test: deps build tools
 	go vet ./...
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
 		go test -race -count=1 -timeout 30m ./...
+	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
 # Unit tests only: no control plane, no child processes.
 unit:
