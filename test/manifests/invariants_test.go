@@ -297,7 +297,7 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 				slices.Sort(hairpin)
 			}
 			wantRoles := map[string][]string{
-				"ClusterRole hairpin-coredns":                          hairpin,
+				"ClusterRole hairpin-coredns":                           hairpin,
 				"Role " + releaseNamespace + "/hairpin-coredns-targets": {"/services get,list,watch"},
 			}
 			if v.Tenant.Enabled {
