@@ -69,6 +69,7 @@ func TestTargetsEveryHostReachesItsOwnController(t *testing.T) {
 				return e.Host == tc.host
 			})
 			if err != nil {
+				wantUnseen(t, s, ctl, client, tc.host) // says where it went instead
 				t.Fatal(err)
 			}
 			t.Logf("nginx-%s access log: %+v", ctl.name, e)
