@@ -53,3 +53,22 @@ func buildHeader(version int, client, local net.Addr, headerPort int) (*proxypro
 	}
 	return h, nil
 }
+
+// probeHeader is what the background upstream check writes before it
+// closes: a valid header that carries no connection, "PROXY UNKNOWN\r\n" in
+// v1 and the LOCAL command in v2 (spec sections 2.1 and 2.2, the forms
+// meant for health checks). A check that sent nothing would make nginx log
+// `broken header: ""` on TLS listeners (and "while reading PROXY protocol"
+// on plain ones) every interval: the very line operators search for when
+// hairpin breaks.
+func probeHeader(version int) ([]byte, error) {
+	h := &proxyproto.Header{Version: byte(version), Command: proxyproto.LOCAL, TransportProtocol: proxyproto.UNSPEC}
+	if version == 1 {
+		h.Command = proxyproto.PROXY
+	}
+	b, err := h.Format()
+	if err != nil {
+		return nil, fmt.Errorf("build PROXY v%d probe header: %w", version, err)
+	}
+	return b, nil
+}

@@ -17,13 +17,20 @@ import (
 // upstream checks that /readyz reports. Probes never dial: a kubelet probing
 // every second on every replica would otherwise hammer the ingress.
 type health struct {
-	s   *Server
-	mu  sync.Mutex
-	ln  net.Listener
-	srv *http.Server
+	s        *Server
+	probeHdr []byte // written by every background check; see probeHeader
+	mu       sync.Mutex
+	ln       net.Listener
+	srv      *http.Server
 }
 
-func newHealth(s *Server) *health { return &health{s: s} }
+func newHealth(s *Server) (*health, error) {
+	hdr, err := probeHeader(s.cfg.ProxyProtocol)
+	if err != nil {
+		return nil, err
+	}
+	return &health{s: s, probeHdr: hdr}, nil
+}
 
 func (h *health) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -127,20 +134,16 @@ func (h *health) shutdown() {
 }
 
 // check dials the route's upstream every ReadyInterval, starting at once so
-// a healthy proxy turns ready without waiting a full interval. The probe
-// connects and closes without sending anything: that is what "accepts TCP"
-// means, and it sends no PROXY header that the ingress would have to parse.
+// a healthy proxy turns ready without waiting a full interval. A connected
+// probe writes the probe header (see probeHeader) and closes: the upstream
+// then sees a well-formed connection that carries nothing, so its error log
+// stays clean.
 func (h *health) check(ctx context.Context, rs *routeServer) {
 	s := h.s
 	t := time.NewTicker(s.cfg.ReadyInterval)
 	defer t.Stop()
 	for first := true; ; first = false {
-		dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
-		conn, err := s.dial(dctx, "tcp", rs.Upstream)
-		cancel()
-		if conn != nil {
-			_ = conn.Close()
-		}
+		err := h.probe(ctx, rs)
 		if ctx.Err() != nil {
 			return
 		}
@@ -169,4 +172,24 @@ func (h *health) check(ctx context.Context, rs *routeServer) {
 		case <-t.C:
 		}
 	}
+}
+
+// probe makes one check of the route's upstream: connect, write the probe
+// header, close.
+func (h *health) probe(ctx context.Context, rs *routeServer) error {
+	s := h.s
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	conn, err := s.dial(dctx, "tcp", rs.Upstream)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetWriteDeadline(time.Now().Add(s.cfg.DialTimeout)); err != nil {
+		return fmt.Errorf("probe %s: %w", rs.Upstream, err)
+	}
+	if _, err := conn.Write(h.probeHdr); err != nil {
+		return fmt.Errorf("probe %s: write PROXY header: %w", rs.Upstream, err)
+	}
+	return nil
 }

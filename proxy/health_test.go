@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -141,5 +143,34 @@ func TestHealthServerExposesMetrics(t *testing.T) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReadinessProbeSendsValidHeaderBeforeClosing: a probe that closed
+// without a header would make nginx log "broken header" every interval.
+func TestReadinessProbeSendsValidHeaderBeforeClosing(t *testing.T) {
+	tests := []struct {
+		version int
+		want    []byte
+	}{
+		{1, []byte("PROXY UNKNOWN\r\n")},
+		// v2 signature, version 2 + LOCAL (0x20), UNSPEC (0x00), length 0.
+		{2, []byte("\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00")},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {
+			up := newUpstream(t, "127.0.0.1", echo)
+			startProxy(t, testConfig(up.addr(), func(c *Config) { c.ProxyProtocol = tc.version }))
+			for range 3 {
+				select {
+				case got := <-up.probes:
+					if !bytes.Equal(got, tc.want) {
+						t.Fatalf("probe sent %q, want %q", got, tc.want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no readiness probe reached the upstream")
+				}
+			}
+		})
 	}
 }

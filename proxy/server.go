@@ -100,7 +100,11 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	for _, r := range cfg.Routes {
 		s.routes = append(s.routes, &routeServer{Route: r, metrics: s.metrics.forRoute(r.Name)})
 	}
-	s.health = newHealth(s)
+	h, err := newHealth(s)
+	if err != nil {
+		return nil, err
+	}
+	s.health = h
 	return s, nil
 }
 
@@ -307,16 +311,22 @@ func (s *Server) acceptLoop(rs *routeServer) {
 // s.mu with shutdown, so no connection slips in after the drain wait began.
 func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	rs.metrics.accepted.Inc()
+	// The connection is complete, its cancel function included, before
+	// s.conns publishes it: abortAll may call abort the moment s.mu is
+	// released.
 	c := &clientConn{srv: s, rs: rs, conn: conn, accepted: time.Now()}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
 	if !s.accepting {
 		s.mu.Unlock()
+		c.cancel()
 		rs.metrics.refuse(refusedShutdown)
 		resetClose(conn)
 		return
 	}
 	if s.cfg.MaxConns > 0 && s.active.Load() >= int64(s.cfg.MaxConns) {
 		s.mu.Unlock()
+		c.cancel()
 		rs.metrics.refuse(refusedCap)
 		s.log.Debug("connection over cap refused", "route", rs.Name, "client", conn.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
 		resetClose(conn)
@@ -326,7 +336,6 @@ func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	s.mu.Unlock()
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	rs.metrics.active.Inc()
 	go c.serve()
 }
