@@ -48,7 +48,7 @@ func (c *clientConn) serve() {
 	rs := c.rs
 	m := rs.metrics
 
-	hdr, err := buildHeader(c.srv.cfg.ProxyProtocol, c.conn.RemoteAddr(), c.conn.LocalAddr(), rs.HeaderPort)
+	hdr, err := buildHeader(c.srv.cfg.ProxyProtocol, c.conn.RemoteAddr(), c.conn.LocalAddr(), rs.DestAddr, rs.HeaderPort)
 	if err != nil {
 		m.refuse(refusedHeader)
 		log.Warn("connection refused: no valid PROXY header", "route", rs.Name, "err", err)

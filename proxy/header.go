@@ -15,15 +15,22 @@ import (
 var errNotTCP = errors.New("not a TCP address pair")
 
 // buildHeader builds the PROXY header for a client connection: the source is
-// the client, the destination is the address the client dialled (the proxy
-// Service ClusterIP, our accepted socket's local address) with headerPort.
+// the client, the destination is dest if valid, else the accepted socket's
+// local address, with headerPort.
+//
+// That local address is what the client dialled only when nothing rewrote
+// it: on loopback, or when a pod dials the proxy pod directly. Through a
+// Service, kube-proxy (or any CNI's service load balancing) DNATs the
+// ClusterIP to the chosen pod's IP before the SYN arrives, so the accepted
+// socket's local address, and thus the header, carries the proxy pod's IP,
+// never the ClusterIP. Routes that need a fixed address set Route.DestAddr.
 //
 // IPv4 clients accepted on a dual-stack socket appear as ::ffff:a.b.c.d; they
 // are unmapped so ingress sees a TCP4 header and a plain IPv4 client address,
 // the same as from the external load balancer. If the two sides still differ
 // in family the header falls back to TCP6 with the IPv4 side mapped, which
 // keeps both addresses truthful.
-func buildHeader(version int, client, local net.Addr, headerPort int) (*proxyproto.Header, error) {
+func buildHeader(version int, client, local net.Addr, dest netip.Addr, headerPort int) (*proxyproto.Header, error) {
 	src, ok1 := client.(*net.TCPAddr)
 	dst, ok2 := local.(*net.TCPAddr)
 	if !ok1 || !ok2 || src == nil || dst == nil {
@@ -34,6 +41,9 @@ func buildHeader(version int, client, local net.Addr, headerPort int) (*proxypro
 	// Zones are dropped: the header has no field for them.
 	sip := sap.Addr().Unmap().WithZone("")
 	dip := dap.Addr().Unmap().WithZone("")
+	if dest.IsValid() {
+		dip = dest.Unmap().WithZone("")
+	}
 	if !sip.IsValid() || !dip.IsValid() {
 		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
 	}

@@ -145,6 +145,10 @@ func (s *Server) Start() error {
 	s.running = true
 	s.health.start(s.bgCtx, &s.bgWG)
 	s.bgWG.Go(func() { s.dialLog.run(s.bgCtx) })
+	if fit := DefaultMaxConns(); s.cfg.MaxConns == 0 || s.cfg.MaxConns > fit {
+		s.log.Warn("max-conns exceeds what the fd limit allows; EMFILE, not the cap, will refuse connections",
+			"max_conns", s.cfg.MaxConns, "fits", fit, "fds_per_conn", fdsPerConn)
+	}
 	for _, rs := range s.routes {
 		s.bgWG.Go(func() { s.acceptLoop(rs) })
 		s.log.Info("route listening", "route", rs.Name, "listen", rs.ln.Addr().String(),
