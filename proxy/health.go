@@ -43,24 +43,37 @@ func (h *health) handler() http.Handler {
 	return mux
 }
 
-func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
+// readyz is 200 unless shutdown has begun or every route's upstream failed
+// its last check. One process serves the routes of every target, so one
+// broken upstream must not withdraw the others: its clients are reset at
+// dial time (and counted), while every other route keeps serving. Per-route
+// state is in hairpin_proxy_upstream_up{route} and in /readyz?verbose.
+func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	s := h.s
-	var down []string
+	var lines []string
+	down := 0
 	for _, rs := range s.routes {
+		state := "up"
 		if !rs.up.Load() {
-			down = append(down, fmt.Sprintf("route %s: upstream %s not accepting TCP", rs.Name, rs.Upstream))
+			state = "down"
+			down++
 		}
+		lines = append(lines, fmt.Sprintf("route %s: upstream %s %s", rs.Name, rs.Upstream, state))
 	}
+	status, summary := http.StatusOK, "ok"
 	switch {
 	case s.stopping.Load():
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintln(w, "shutting down")
-	case len(down) > 0:
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintln(w, strings.Join(down, "\n"))
-	default:
-		_, _ = fmt.Fprintln(w, "ok")
+		status, summary = http.StatusServiceUnavailable, "shutting down"
+	case down == len(s.routes):
+		status, summary = http.StatusServiceUnavailable, "every upstream is down"
+	case down > 0:
+		summary = fmt.Sprintf("ok: %d of %d upstreams down", down, len(s.routes))
+	}
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintln(w, summary)
+	if _, verbose := r.URL.Query()["verbose"]; verbose || status != http.StatusOK || down > 0 {
+		_, _ = fmt.Fprintln(w, strings.Join(lines, "\n"))
 	}
 }
 

@@ -182,18 +182,18 @@ func (s *Server) Addr(route string) net.Addr {
 // HealthAddr returns the bound health address, or nil if disabled.
 func (s *Server) HealthAddr() net.Addr { return s.health.addr() }
 
-// Ready reports what /readyz reports: every upstream accepted TCP at its
-// last check and shutdown has not begun.
+// Ready reports what /readyz reports: shutdown has not begun and at least
+// one route's upstream accepted TCP at its last check.
 func (s *Server) Ready() bool {
 	if s.stopping.Load() {
 		return false
 	}
 	for _, rs := range s.routes {
-		if !rs.up.Load() {
-			return false
+		if rs.up.Load() {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // Shutdown runs the shutdown sequence and returns when it is complete:
