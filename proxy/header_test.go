@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"testing"
+	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
 )
@@ -199,5 +201,76 @@ func TestHeaderPortOverrideIsWritten(t *testing.T) {
 	_, dst, _ := up.nextHeader(t).TCPAddrs()
 	if dst.Port != 443 {
 		t.Fatalf("destination port %d, want 443 from header-port", dst.Port)
+	}
+}
+
+// TestClientFirstBytesTravelWithHeader: what the client sent before the
+// upstream dial completed leaves in the header's write, so the upstream's
+// first read holds the header and the request together.
+func TestClientFirstBytesTravelWithHeader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	first := make(chan []byte, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 4096)
+			n, _ := c.Read(buf)
+			_ = c.Close()
+			if h, err := proxyproto.Read(bufio.NewReader(bytes.NewReader(buf[:n]))); err == nil && h.Command.IsLocal() {
+				continue // the readiness check
+			}
+			first <- buf[:n]
+			return
+		}
+	}()
+	sent := make(chan struct{})
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		<-sent // the client's request is in the proxy's socket by now
+		time.Sleep(20 * time.Millisecond)
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	s := startProxy(t, testConfig(ln.Addr().String(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dial))
+	c := dialProxy(t, s, "r")
+	const req = "GET / HTTP/1.1\r\nHost: app.example.com\r\n\r\n"
+	if _, err := c.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	close(sent)
+	select {
+	case got := <-first:
+		hdr, err := proxyproto.Read(bufio.NewReader(bytes.NewReader(got)))
+		if err != nil {
+			t.Fatalf("first read %q: %v", got, err)
+		}
+		if !bytes.HasSuffix(got, []byte(req)) || hdr.Command != proxyproto.PROXY {
+			t.Fatalf("first read %q, want the header and then %q", got, req)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("upstream read nothing")
+	}
+}
+
+// TestServerFirstProtocolIsNotDelayed: the proxy never waits for client
+// bytes before the header, so a protocol where the server speaks first
+// (SMTP, MySQL) works.
+func TestServerFirstProtocolIsNotDelayed(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+		_, _ = uc.conn.Write([]byte("220 ready\r\n"))
+		echo(uc)
+	})
+	s := startProxy(t, testConfig(up.addr()))
+	c := dialProxy(t, s, "r")
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || line != "220 ready\r\n" {
+		t.Fatalf("greeting %q, %v", line, err)
 	}
 }

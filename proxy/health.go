@@ -191,7 +191,10 @@ func (h *health) check(ctx context.Context, rs *routeServer) {
 // header, close.
 func (h *health) probe(ctx context.Context, rs *routeServer) error {
 	s := h.s
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	// Not cancelled by shutdown: a dial that the kernel completed but Go
+	// abandoned would close the socket without a header, the very "broken
+	// header" this probe exists to avoid. DialTimeout still bounds it.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DialTimeout)
 	defer cancel()
 	conn, err := s.dial(dctx, "tcp", rs.Upstream)
 	if err != nil {

@@ -32,6 +32,7 @@ type Server struct {
 
 	mu        sync.Mutex
 	conns     map[*clientConn]struct{}
+	work      chan *clientConn // to idle setup workers; see dispatch
 	started   bool        // Start was called (or Shutdown ran first)
 	running   bool        // Start succeeded
 	accepting bool        // false once the listeners begin to close
@@ -84,12 +85,13 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		log:     slog.New(slog.DiscardHandler),
 		version: "dev",
 		conns:   map[*clientConn]struct{}{},
+		work:    make(chan *clientConn),
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.copy == nil {
-		s.copy = spliceCopy
+		s.copy = adaptiveCopy
 	}
 	if s.dial == nil {
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
@@ -341,7 +343,38 @@ func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	s.connWG.Add(1)
 	s.mu.Unlock()
 	rs.metrics.active.Inc()
-	go c.serve()
+	s.dispatch(c)
+}
+
+// workerIdle is how long a connection-setup worker waits for the next
+// connection before it exits.
+const workerIdle = time.Second
+
+// dispatch hands c to an idle setup worker, or starts one. Workers keep
+// the stack that building a header and dialling grew (several KiB), so a
+// steady stream of new connections pays no stack growth; the relay's own
+// goroutines start small and stay small, which is what idle connections
+// cost in memory.
+func (s *Server) dispatch(c *clientConn) {
+	select {
+	case s.work <- c:
+	default:
+		go s.worker(c)
+	}
+}
+
+func (s *Server) worker(c *clientConn) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		c.serve()
+		t.Reset(workerIdle)
+		select {
+		case c = <-s.work:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 func (s *Server) release(c *clientConn) {
