@@ -38,7 +38,7 @@ func benchActivation(t *testing.T, cfg config, bin map[string]string, k *kube, r
 	// The forward upstream stand-in (also what the loop plugin probes).
 	public := harness.FreeAddr(t, "127.0.0.1")
 	zone := writeFile(t, dir, "example.com.zone", e2e.PublicZone(harness.FreeLoopbackIP(t)))
-	pub := harness.StartProcess(t, "public-dns", bin["coredns"], "-conf", writeFile(t, dir, "Corefile.public", e2e.PublicCorefile(public, zone)))
+	pub := harness.StartProcess(t, "public-dns", bin["coredns"], "-conf", writeFile(t, dir, "Corefile.public", e2e.PublicCorefile(public, e2e.ZoneFile{Zone: e2e.Zone, Path: zone})))
 	if err := pub.Ready(ctx, harness.DNSProbe(public, e2e.Zone, dns.TypeSOA)); err != nil {
 		t.Fatal(err)
 	}
