@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path
 TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 
-.PHONY: all build generate test unit tools deps demo bench images manifests clean
+.PHONY: all build generate test unit fuzz tools deps demo bench images manifests clean
 
 all: build
 
@@ -81,6 +81,17 @@ test: deps build tools images
 unit:
 	go vet ./...
 	go test -race -count=1 -short ./...
+
+# Every Go fuzz target (the parsers of untrusted input), each for FUZZTIME.
+# `go test` runs their seed corpora as part of `make test`.
+FUZZTIME ?= 60s
+fuzz:
+	@set -e; for pkg in $$(go list ./...); do \
+		for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz: $$pkg $$f for $(FUZZTIME)"; \
+			go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
 
 # Benchmarks against the alternatives (hosts, rewrite+kubernetes, HAProxy,
 # direct), side by side; writes test/bench/results.json and results.md.
