@@ -92,23 +92,21 @@ func TestGatewayRecreatedDuringWatchGapIsApplied(t *testing.T) {
 	hc := newHostCache(nil, settings{zones: []string{"example.com."}, proxyIPs: ips("127.77.0.10"), gatewayClasses: []string{"*"}, labels: labels.Everything()})
 	hc.gateway.applied = map[string]specVersion{}
 	hc.gateway.routeGWs = map[string][]string{}
-	first := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID("uid-1"), generation: 1},
-		listeners: []gw.Listener{listener("https", "old.example.com", "")}}
-	hc.mu.Lock()
-	hc.onGatewayLocked(first, time.Now())
-	hc.mu.Unlock()
-	hc.publish()
-	wantServed(t, hc, "old.example.com.")
-
+	// The same Gateway as a relist sees it: generation 1, by UID.
+	relisted := func(uid, host string) {
+		t.Helper()
+		g := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID(uid), generation: 1},
+			listeners: []gw.Listener{listener("https", host, "")}}
+		hc.mu.Lock()
+		hc.onGatewayLocked(g, time.Now())
+		hc.mu.Unlock()
+		hc.publish()
+		wantServed(t, hc, host+".")
+	}
+	relisted("uid-1", "old.example.com")
 	// Deleted and recreated while the watch was down: the relist shows a
 	// new object with generation 1 again and no delete event.
-	second := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID("uid-2"), generation: 1},
-		listeners: []gw.Listener{listener("https", "new.example.com", "")}}
-	hc.mu.Lock()
-	hc.onGatewayLocked(second, time.Now())
-	hc.mu.Unlock()
-	hc.publish()
-	wantServed(t, hc, "new.example.com.")
+	relisted("uid-2", "new.example.com")
 }
 
 func TestPublishAndStoreAreOneStep(t *testing.T) {
