@@ -61,9 +61,14 @@ type controller struct {
 // targetsStack is every controller, the public DNS, one hairpin-proxy for
 // every target, and our CoreDNS with the bare `hairpin` line.
 type targetsStack struct {
-	cp                              *harness.ControlPlane
-	root, tenant, gateway, legacy   *controller
+	cp                            *harness.ControlPlane
+	root, tenant, gateway, legacy *controller
+	// publicDNS is the public DNS stand-in; clusterDNS our CoreDNS's
+	// kubeadm-shaped block and uncached its second block without cache.
 	publicDNS, clusterDNS, uncached string
+	// coredns is our CoreDNS; metricsURL its prometheus endpoint.
+	coredns    *harness.Process
+	metricsURL string
 }
 
 // controllers returns every controller, for "nobody else saw it" checks.
@@ -154,12 +159,13 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 	cfg := e2e.CorefileConfig{
 		Listen: harness.FreeAddr(t, "127.0.0.1"), Health: harness.FreeAddr(t, "127.0.0.1"), Ready: harness.FreeAddr(t, "127.0.0.1"),
 		Kubeconfig: s.cp.Kubeconfig, Upstream: s.publicDNS,
-		Hairpin: "hairpin", Uncached: harness.FreeAddr(t, "127.0.0.1"),
+		Hairpin: "hairpin", Uncached: harness.FreeAddr(t, "127.0.0.1"), Metrics: harness.FreeAddr(t, "127.0.0.1"),
 	}
-	s.clusterDNS, s.uncached = cfg.Listen, cfg.Uncached
+	s.clusterDNS, s.uncached, s.metricsURL = cfg.Listen, cfg.Uncached, "http://"+cfg.Metrics+"/metrics"
 	cmd := exec.Command(coredns, "-conf", harness.WriteFile(t, dir, "Corefile", e2e.Corefile(cfg)))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig)
-	cluster := harness.StartCmd(t, "coredns-targets", cmd)
+	s.coredns = harness.StartCmd(t, "coredns-targets", cmd)
+	cluster := s.coredns
 	cluster.RequireReady(ctx, 30*time.Second, harness.HTTPProbe("http://"+cfg.Ready+"/ready"))
 	for _, addr := range []string{s.clusterDNS, s.uncached} {
 		cluster.RequireReady(ctx, 30*time.Second, harness.DNSProbe(addr, rootZone, dns.TypeSOA))
