@@ -80,14 +80,9 @@ func answers(ctx context.Context, addr, name, ip string) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	var got []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			got = append(got, a.A.String())
-		}
-	}
+	got := harness.ARecords(r)
 	desc := fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], got)
-	return r.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0] == ip, desc, nil
+	return r.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0].String() == ip, desc, nil
 }
 
 // checkAnswers queries a sample of hosts (first, last, random ones) and fails
