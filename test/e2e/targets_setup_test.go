@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,16 +165,18 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 	}
 	s.clusterDNS, s.uncached, s.metricsURL = cfg.Listen, cfg.Uncached, "http://"+cfg.Metrics+"/metrics"
 	cmd := exec.Command(coredns, "-conf", harness.WriteFile(t, dir, "Corefile", e2e.Corefile(cfg)))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig)
+	// The plugin prefers the in-cluster config when KUBERNETES_SERVICE_HOST
+	// is set, as it is when the tests themselves run in a Pod.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") })
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+s.cp.Kubeconfig)
 	s.coredns = harness.StartCmd(t, "coredns-targets", cmd)
-	cluster := s.coredns
-	cluster.RequireReady(ctx, 30*time.Second, harness.HTTPProbe("http://"+cfg.Ready+"/ready"))
+	s.coredns.RequireReady(ctx, 30*time.Second, harness.HTTPProbe("http://"+cfg.Ready+"/ready"))
 	for _, addr := range []string{s.clusterDNS, s.uncached} {
-		cluster.RequireReady(ctx, 30*time.Second, harness.DNSProbe(addr, rootZone, dns.TypeSOA))
+		s.coredns.RequireReady(ctx, 30*time.Second, harness.DNSProbe(addr, rootZone, dns.TypeSOA))
 	}
 	for host, want := range map[string]netip.Addr{rootHost: s.root.target, tenantHost: s.tenant.target, routeHost: s.gateway.target} {
 		if err := harness.Poll(within(ctx, t, 10*time.Second), harness.AProbe(s.uncached, host, want)); err != nil {
-			t.Fatalf("%v\n%s", err, cluster.Output())
+			t.Fatalf("%v\n%s", err, s.coredns.Output())
 		}
 	}
 	t.Logf("targets: tenant-root %s (LB %s), tenant-a %s (LB %s), gateway %s (LB %s), legacy LB %s; public DNS %s, cluster DNS %s",

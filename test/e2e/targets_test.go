@@ -33,24 +33,23 @@ func TestTargetsEveryHostReachesItsOwnController(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		host string
-		want func() netip.Addr
+		want netip.Addr
 		// public is true when hairpin must pass the name through: the
 		// answer is then the public DNS's, which must be want.
 		public bool
 	}{
-		{"RootIngressIsTheRootTarget", rootHost, func() netip.Addr { return s.root.target }, false},
-		{"TenantIngressIsTheTenantTarget", tenantHost, func() netip.Addr { return s.tenant.target }, false},
-		{"RouteOfTheSelectedGatewayIsTheGatewayTarget", routeHost, func() netip.Addr { return s.gateway.target }, false},
-		{"TenantIngressOutsideItsZonesIsThePublicAnswer", hijackHost, func() netip.Addr { return s.root.lb }, true},
-		{"IngressOfAClassNoTargetSelectsIsThePublicAnswer", legacyHost, func() netip.Addr { return s.legacy.lb }, true},
-		{"RouteOfAGatewayNoTargetSelectsIsThePublicAnswer", unselectedRouteHost, func() netip.Addr { return s.gateway.lb }, true},
+		{"RootIngressIsTheRootTarget", rootHost, s.root.target, false},
+		{"TenantIngressIsTheTenantTarget", tenantHost, s.tenant.target, false},
+		{"RouteOfTheSelectedGatewayIsTheGatewayTarget", routeHost, s.gateway.target, false},
+		{"TenantIngressOutsideItsZonesIsThePublicAnswer", hijackHost, s.root.lb, true},
+		{"IngressOfAClassNoTargetSelectsIsThePublicAnswer", legacyHost, s.legacy.lb, true},
+		{"RouteOfAGatewayNoTargetSelectsIsThePublicAnswer", unselectedRouteHost, s.gateway.lb, true},
 	} {
 		t.Run("DNS/"+tc.name, func(t *testing.T) {
-			want := tc.want()
 			if tc.public {
-				wantAddrs(t, "public DNS", digA(ctx, t, s.publicDNS, tc.host), want)
+				wantAddrs(t, "public DNS", digA(ctx, t, s.publicDNS, tc.host), tc.want)
 			}
-			wantAddrs(t, "cluster DNS", digA(ctx, t, s.clusterDNS, tc.host), want)
+			wantAddrs(t, "cluster DNS", digA(ctx, t, s.clusterDNS, tc.host), tc.want)
 		})
 	}
 
@@ -58,14 +57,14 @@ func TestTargetsEveryHostReachesItsOwnController(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		host string
-		ctl  func() *controller
+		ctl  *controller
 	}{
-		{"RootHostReachesTheRootController", rootHost, func() *controller { return s.root }},
-		{"TenantHostReachesTheTenantController", tenantHost, func() *controller { return s.tenant }},
-		{"RouteHostReachesTheGatewayDataPlane", routeHost, func() *controller { return s.gateway }},
+		{"RootHostReachesTheRootController", rootHost, s.root},
+		{"TenantHostReachesTheTenantController", tenantHost, s.tenant},
+		{"RouteHostReachesTheGatewayDataPlane", routeHost, s.gateway},
 	} {
 		t.Run("Request/"+tc.name, func(t *testing.T) {
-			ctl := tc.ctl()
+			ctl := tc.ctl
 			client := harness.FreeLoopbackIP(t)
 			addrs := digA(ctx, t, s.clusterDNS, tc.host)
 			wantAddrs(t, "cluster DNS", addrs, ctl.target)
