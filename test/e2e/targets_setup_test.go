@@ -42,6 +42,8 @@ const (
 	unselectedRouteHost = "internal.gw.example.com"
 
 	gatewayNamespace = "targets-gw"
+	// brokenTarget is a target Service whose zones annotation has a typo.
+	brokenTarget = "broken"
 )
 
 // controller is one ingress controller of the picture: an nginx on its own
@@ -122,6 +124,13 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 		if c.ctl.target, err = e2e.CreateTarget(ctx, s.cp, c.ctl.name, c.port, c.ann); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A typo in one target's annotations (an empty zone) disables that
+	// target only. It would take the legacy class if it were enabled.
+	if _, err := e2e.CreateTarget(ctx, s.cp, brokenTarget, 8083, map[string]string{
+		e2e.ZonesAnnotation: rootZone + ",," + tenantZone, e2e.IngressClassesAnnotation: s.legacy.name,
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// What tenants and the platform create.

@@ -119,22 +119,30 @@ func TestTargetsEveryHostReachesItsOwnController(t *testing.T) {
 
 	// What the plugin says about it: one line per rejected host, and the
 	// gauges of DESIGN.md's "every degraded state has a metric".
-	t.Run("Log/HostOutsideItsTargetsZonesIsLoggedOnce", func(t *testing.T) {
-		var lines []string
-		for _, l := range strings.Split(s.coredns.Output(), "\n") {
-			if strings.Contains(l, hijackHost) && strings.Contains(l, "outside the zones") {
-				lines = append(lines, l)
+	for _, tc := range []struct {
+		name  string
+		parts []string // what the one line says
+	}{
+		{"HostOutsideItsTargetsZonesIsLoggedOnce", []string{hijackHost, "outside the zones"}},
+		{"MalformedTargetIsLoggedOnce", []string{e2e.ProxyNamespace + "/" + brokenTarget, "disabled", e2e.ZonesAnnotation}},
+	} {
+		t.Run("Log/"+tc.name, func(t *testing.T) {
+			var lines []string
+			for _, l := range strings.Split(s.coredns.Output(), "\n") {
+				if !slices.ContainsFunc(tc.parts, func(p string) bool { return !strings.Contains(l, p) }) {
+					lines = append(lines, l)
+				}
 			}
-		}
-		if len(lines) != 1 {
-			t.Fatalf("%d log lines reject %s, want 1:\n%s", len(lines), hijackHost, strings.Join(lines, "\n"))
-		}
-	})
+			if len(lines) != 1 {
+				t.Fatalf("%d log lines say %q, want 1:\n%s", len(lines), tc.parts, strings.Join(lines, "\n"))
+			}
+		})
+	}
 	t.Run("Metrics/TargetsHostsRejectionsAndUnselectedObjects", func(t *testing.T) {
 		unselected := unselectedObjects(ctx, t, s)
 		want := []wantMetric{
 			{"coredns_hairpin_targets", map[string]string{"state": "serving"}, 3},
-			{"coredns_hairpin_targets", map[string]string{"state": "disabled"}, 0},
+			{"coredns_hairpin_targets", map[string]string{"state": "disabled"}, 1},
 			{"coredns_hairpin_targets", map[string]string{"state": "no_addresses"}, 0},
 			{"coredns_hairpin_target_hosts", map[string]string{"target": e2e.ProxyNamespace + "/" + s.root.name}, 1},
 			{"coredns_hairpin_target_hosts", map[string]string{"target": e2e.ProxyNamespace + "/" + s.tenant.name}, 1},
