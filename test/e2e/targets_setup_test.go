@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -110,7 +111,16 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 	public.RequireReady(ctx, 30*time.Second, harness.DNSProbe(s.publicDNS, rootZone, dns.TypeSOA))
 
 	// The targets, as an operator annotates them; container ports 8080-8082
-	// are where a proxy Pod would listen for each upstream.
+	// are where a proxy Pod would listen for each upstream. They go with
+	// the test: the package's tests share the control plane, and every
+	// CoreDNS our image activates discovers what hairpin-system holds.
+	t.Cleanup(func() {
+		for _, name := range []string{s.root.name, s.tenant.name, s.gateway.name, brokenTarget} {
+			if err := e2e.DeleteTarget(context.Background(), s.cp, name); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
 	var err error
 	for _, c := range []struct {
 		ctl  *controller
