@@ -15,6 +15,9 @@ type CorefileConfig struct {
 	Kubeconfig string
 	// Upstream ("ip:port") is what `forward .` sends to: the public DNS.
 	Upstream string
+	// Metrics, when set, is the prometheus plugin's "127.0.0.1:port"
+	// (kubeadm's Corefile has `prometheus :9153`).
+	Metrics string
 	// Hairpin is the hairpin stanza added to the stock Corefile, as a user
 	// adds it (see [ProxyStanza]); empty for the stock Corefile. Lines after
 	// the first are indented as they stand inside a server block.
@@ -71,6 +74,9 @@ var corefileTmpl = template.Must(template.New("Corefile").Funcs(tmplFuncs).Parse
     }
 {{- if .Hairpin}}
     {{.Hairpin}}
+{{- end}}
+{{- if .Metrics}}
+    prometheus {{.Metrics}}
 {{- end}}
     forward . {{.Upstream}}
     cache 30

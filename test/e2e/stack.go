@@ -56,7 +56,8 @@ type Stack struct {
 	// Proxy is the hairpin-proxy process; ProxyHealth its health address.
 	Proxy       *harness.Process
 	ProxyHealth string
-	// StockDNS ("127.0.0.1:port") is our CoreDNS with the stock Corefile;
+	// StockDNS ("127.0.0.1:port") is our CoreDNS with the stock Corefile
+	// and activation off (-hairpin.activate=false): no hairpin at all;
 	// HairpinDNS the same Corefile plus the hairpin stanza.
 	StockDNS, HairpinDNS string
 	// UncachedDNS is a second server block of the hairpin CoreDNS without
@@ -126,13 +127,17 @@ func StartStack(ctx context.Context, t testing.TB, cp *harness.ControlPlane) *St
 	s.HairpinDNS, s.UncachedDNS = hairpin.Listen, hairpin.Uncached
 	s.HairpinCorefile = Corefile(hairpin)
 
+	// Our image adds hairpin to a Corefile that names none (DESIGN.md,
+	// "Activation"); the stock side is CoreDNS as it runs without the
+	// plugin, so activation is off there.
 	for _, c := range []struct {
-		name string
-		conf string
-		cfg  CorefileConfig
-	}{{"coredns-stock", s.StockCorefile, stock}, {"coredns-hairpin", s.HairpinCorefile, hairpin}} {
+		name  string
+		conf  string
+		cfg   CorefileConfig
+		flags []string
+	}{{"coredns-stock", s.StockCorefile, stock, []string{"-hairpin.activate=false"}}, {"coredns-hairpin", s.HairpinCorefile, hairpin, nil}} {
 		path := harness.WriteFile(t, dir, "Corefile."+c.name, c.conf)
-		p := harness.StartProcess(t, c.name, coredns, "-conf", path)
+		p := harness.StartProcess(t, c.name, coredns, append([]string{"-conf", path}, c.flags...)...)
 		// `ready` turns 200 once kubernetes and hairpin have synced. CoreDNS
 		// runs the plugins' startup hooks, which start the ready endpoint,
 		// before it binds its DNS sockets, so /ready can pass a moment before

@@ -7,10 +7,13 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -40,6 +43,8 @@ const (
 	unselectedRouteHost = "internal.gw.example.com"
 
 	gatewayNamespace = "targets-gw"
+	// brokenTarget is a target Service whose zones annotation has a typo.
+	brokenTarget = "broken"
 )
 
 // controller is one ingress controller of the picture: an nginx on its own
@@ -61,9 +66,14 @@ type controller struct {
 // targetsStack is every controller, the public DNS, one hairpin-proxy for
 // every target, and our CoreDNS with the bare `hairpin` line.
 type targetsStack struct {
-	cp                              *harness.ControlPlane
-	root, tenant, gateway, legacy   *controller
+	cp                            *harness.ControlPlane
+	root, tenant, gateway, legacy *controller
+	// publicDNS is the public DNS stand-in; clusterDNS our CoreDNS's
+	// kubeadm-shaped block and uncached its second block without cache.
 	publicDNS, clusterDNS, uncached string
+	// coredns is our CoreDNS; metricsURL its prometheus endpoint.
+	coredns    *harness.Process
+	metricsURL string
 }
 
 // controllers returns every controller, for "nobody else saw it" checks.
@@ -101,7 +111,16 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 	public.RequireReady(ctx, 30*time.Second, harness.DNSProbe(s.publicDNS, rootZone, dns.TypeSOA))
 
 	// The targets, as an operator annotates them; container ports 8080-8082
-	// are where a proxy Pod would listen for each upstream.
+	// are where a proxy Pod would listen for each upstream. They go with
+	// the test: the package's tests share the control plane, and every
+	// CoreDNS our image activates discovers what hairpin-system holds.
+	t.Cleanup(func() {
+		for _, name := range []string{s.root.name, s.tenant.name, s.gateway.name, brokenTarget} {
+			if err := e2e.DeleteTarget(context.Background(), s.cp, name); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
 	var err error
 	for _, c := range []struct {
 		ctl  *controller
@@ -115,6 +134,13 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 		if c.ctl.target, err = e2e.CreateTarget(ctx, s.cp, c.ctl.name, c.port, c.ann); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A typo in one target's annotations (an empty zone) disables that
+	// target only. It would take the legacy class if it were enabled.
+	if _, err := e2e.CreateTarget(ctx, s.cp, brokenTarget, 8083, map[string]string{
+		e2e.ZonesAnnotation: rootZone + ",," + tenantZone, e2e.IngressClassesAnnotation: s.legacy.name,
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// What tenants and the platform create.
@@ -154,19 +180,22 @@ func startTargets(t *testing.T) (context.Context, *targetsStack) {
 	cfg := e2e.CorefileConfig{
 		Listen: harness.FreeAddr(t, "127.0.0.1"), Health: harness.FreeAddr(t, "127.0.0.1"), Ready: harness.FreeAddr(t, "127.0.0.1"),
 		Kubeconfig: s.cp.Kubeconfig, Upstream: s.publicDNS,
-		Hairpin: "hairpin", Uncached: harness.FreeAddr(t, "127.0.0.1"),
+		Hairpin: "hairpin", Uncached: harness.FreeAddr(t, "127.0.0.1"), Metrics: harness.FreeAddr(t, "127.0.0.1"),
 	}
-	s.clusterDNS, s.uncached = cfg.Listen, cfg.Uncached
+	s.clusterDNS, s.uncached, s.metricsURL = cfg.Listen, cfg.Uncached, "http://"+cfg.Metrics+"/metrics"
 	cmd := exec.Command(coredns, "-conf", harness.WriteFile(t, dir, "Corefile", e2e.Corefile(cfg)))
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.cp.Kubeconfig)
-	cluster := harness.StartCmd(t, "coredns-targets", cmd)
-	cluster.RequireReady(ctx, 30*time.Second, harness.HTTPProbe("http://"+cfg.Ready+"/ready"))
+	// The plugin prefers the in-cluster config when KUBERNETES_SERVICE_HOST
+	// is set, as it is when the tests themselves run in a Pod.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "KUBERNETES_SERVICE_HOST=") })
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+s.cp.Kubeconfig)
+	s.coredns = harness.StartCmd(t, "coredns-targets", cmd)
+	s.coredns.RequireReady(ctx, 30*time.Second, harness.HTTPProbe("http://"+cfg.Ready+"/ready"))
 	for _, addr := range []string{s.clusterDNS, s.uncached} {
-		cluster.RequireReady(ctx, 30*time.Second, harness.DNSProbe(addr, rootZone, dns.TypeSOA))
+		s.coredns.RequireReady(ctx, 30*time.Second, harness.DNSProbe(addr, rootZone, dns.TypeSOA))
 	}
 	for host, want := range map[string]netip.Addr{rootHost: s.root.target, tenantHost: s.tenant.target, routeHost: s.gateway.target} {
 		if err := harness.Poll(within(ctx, t, 10*time.Second), harness.AProbe(s.uncached, host, want)); err != nil {
-			t.Fatalf("%v\n%s", err, cluster.Output())
+			t.Fatalf("%v\n%s", err, s.coredns.Output())
 		}
 	}
 	t.Logf("targets: tenant-root %s (LB %s), tenant-a %s (LB %s), gateway %s (LB %s), legacy LB %s; public DNS %s, cluster DNS %s",

@@ -188,3 +188,43 @@ func TestNginxWithoutProxyProtocolServesClientsDirectly(t *testing.T) {
 		t.Fatalf("access log %+v: want remote_addr %s and no PROXY address", e, local)
 	}
 }
+
+func TestParseMetricsAndMetricValue(t *testing.T) {
+	text := `# HELP coredns_hairpin_hosts_rejected Distinct hosts never answered.
+# TYPE coredns_hairpin_hosts_rejected gauge
+coredns_hairpin_hosts_rejected{cache="ab12",reason="outside_zones"} 1
+coredns_hairpin_hosts_rejected{cache="cd34",reason="outside_zones"} 2
+coredns_hairpin_hosts_rejected{cache="ab12",reason="invalid"} 0
+odd{path="a\"b\\c,d}"} 3 1700000000000
+up 1
+`
+	samples, err := harness.ParseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != 5 {
+		t.Fatalf("%d samples, want 5: %+v", len(samples), samples)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+		found  bool
+	}{
+		{"coredns_hairpin_hosts_rejected", map[string]string{"reason": "outside_zones"}, 3, true},
+		{"coredns_hairpin_hosts_rejected", map[string]string{"reason": "invalid"}, 0, true},
+		{"coredns_hairpin_hosts_rejected", map[string]string{"reason": "other"}, 0, false},
+		{"odd", map[string]string{"path": `a"b\c,d}`}, 3, true},
+		{"up", nil, 1, true},
+	} {
+		got, found := harness.MetricValue(samples, tc.name, tc.labels)
+		if got != tc.want || found != tc.found {
+			t.Errorf("MetricValue(%s, %v) = %v, %v; want %v, %v", tc.name, tc.labels, got, found, tc.want, tc.found)
+		}
+	}
+	for _, bad := range []string{"novalue", `x{a="unterminated} 1`, `x{a} 1`, "x notanumber"} {
+		if _, err := harness.ParseMetrics(strings.NewReader(bad)); err == nil {
+			t.Errorf("ParseMetrics(%q) succeeded", bad)
+		}
+	}
+}

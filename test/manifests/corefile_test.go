@@ -151,13 +151,12 @@ func (c *coreDNS) expect(t *testing.T, want dnsExpectation) {
 	}
 }
 
-// aRecords returns the addresses of the A records in r's answer.
+// aRecords is harness.ARecords as strings, the form of this package's
+// expectations.
 func aRecords(r *dns.Msg) []string {
 	var as []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			as = append(as, a.A.String())
-		}
+	for _, a := range harness.ARecords(r) {
+		as = append(as, a.String())
 	}
 	return as
 }
