@@ -24,14 +24,15 @@ const activatedLog = "plugin/hairpin: activated in server block"
 func (st *story) broken(ctx context.Context, _ testing.TB) error {
 	c := st.c
 	st.header("1. Broken: a stock Corefile, our image, and an in-cluster request is refused")
-	st.note(fmt.Sprintf("%s's Corefile as it ships, pointed at loopback (test/e2e/distributions.go); no hairpin line:", distribution))
+	st.note(fmt.Sprintf("%s's Corefile as it ships, pointed at loopback (test/e2e/distributions.go); no hairpin line:", distributionName))
 	st.cmd("cat %s", c.corefile)
 	st.block(c.stock)
 	if hairpinDirective.MatchString(c.stock) {
 		return fmt.Errorf("the stock Corefile %s names hairpin", c.corefile)
 	}
-	st.note("Our image adds hairpin by itself to every server block that holds kubernetes; with no")
-	st.note("target it is inert, a pure pass-through:")
+	st.note("Our image adds hairpin by itself to every server block that holds kubernetes. With no target")
+	st.note("it is inert, a pure pass-through; and until the chart grants it, CoreDNS may not even read")
+	st.note("Ingresses, which it says once, and every other name is served as before:")
 	st.cmd("grep plugin/hairpin %s", c.coredns.LogPath)
 	lines := grepLines(c.coredns.Output(), "plugin/hairpin")
 	st.block(strings.Join(lines, "\n"))

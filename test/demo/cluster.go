@@ -17,7 +17,7 @@ import (
 
 // distribution is the Corefile the cluster's CoreDNS runs: Talos's, as
 // Cozystack (which runs one ingress controller per tenant) deploys it.
-const distribution = "talos"
+const distribution, distributionName = "talos", "Talos"
 
 // startTimeout bounds the start of each child.
 const startTimeout = 30 * time.Second
@@ -109,15 +109,21 @@ func startCluster(ctx context.Context, t testing.TB, dir string) (*cluster, erro
 		return nil, err
 	}
 
-	// The cluster's CoreDNS: our image, the distribution's stock Corefile.
+	// The cluster's CoreDNS: our image, the distribution's stock Corefile,
+	// as kube-system/coredns with the distribution's RBAC, which has nothing
+	// for hairpin: the chart grants that.
 	src, err := e2e.DistributionCorefile(distribution)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := corednsKubeconfig(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
 	env := e2e.LocalEnv{
 		Listen: harness.FreeAddr(t, "127.0.0.1"), Health: harness.FreeAddr(t, "127.0.0.1"),
 		Ready: harness.FreeAddr(t, "127.0.0.1"), Metrics: harness.FreeAddr(t, "127.0.0.1"),
-		Kubeconfig: cp.Kubeconfig, Upstream: c.publicDNS, Dir: filepath.Join(dir, "etc-coredns"),
+		Kubeconfig: kubeconfig, Upstream: c.publicDNS, Dir: filepath.Join(dir, "etc-coredns"),
 	}
 	if c.stock, err = e2e.LocalCorefile(src, env); err != nil {
 		return nil, err

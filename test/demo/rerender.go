@@ -23,7 +23,7 @@ const reloadDone = "[INFO] Reloading complete"
 func (st *story) rerender(ctx context.Context, _ testing.TB) error {
 	c := st.c
 	st.header("4. Survives a re-render: the stock Corefile is written again and reloaded")
-	st.note(fmt.Sprintf("What %s does on every upgrade: render its Corefile, replace the file, reload CoreDNS.", distribution))
+	st.note(fmt.Sprintf("What %s does on every upgrade: render its Corefile, replace the file, reload CoreDNS.", distributionName))
 	before := strings.Count(c.coredns.Output(), reloadDone)
 	st.cmd("cp %s %s", c.stockPath, c.corefile)
 	if err := os.WriteFile(c.corefile, []byte(c.stock), 0o644); err != nil {

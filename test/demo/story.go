@@ -70,13 +70,15 @@ func (st *story) run(ctx context.Context, t testing.TB) error {
 			"controller "+ctl.class, ctl.lb, ctl.zone)
 	}
 	st.linef("public DNS             %s  (each zone on its controller's load balancer)", c.publicDNS)
-	st.linef("cluster DNS            %s  our CoreDNS image (bin/coredns), %s's stock Corefile", c.dns, distribution)
+	st.linef("cluster DNS            %s  our CoreDNS image (bin/coredns), %s's stock Corefile, as %s", c.dns, distributionName, corednsUser)
+	st.linef("                       with %s's RBAC for the kubernetes plugin (nothing for hairpin)", distributionName)
 	st.linef("")
 	st.note("Commands are shown as you would type them. kubectl lines are answered by the demo itself")
 	st.note("from the apiserver (client-go), so no kubectl is needed; helm, dig and curl are the real ones.")
 	st.cmd("export KUBECONFIG=%s", c.cp.Kubeconfig)
 	for _, ctl := range c.controllers {
 		st.cmd("kubectl create ingress shop -n %s --class %s --rule '%s/*=shop:80'", ctl.class, ctl.class, ctl.host)
+		st.block("ingress.networking.k8s.io/shop created")
 	}
 
 	for _, step := range []func(context.Context, testing.TB) error{st.broken, st.install, st.fixed, st.rerender} {
