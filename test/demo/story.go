@@ -68,6 +68,7 @@ func (st *story) run(ctx context.Context, t testing.TB) error {
 	for _, ctl := range c.controllers {
 		st.linef("%-22s %s:80 and :443, \"LoadBalancer IP\" of zone %s; every listener requires a PROXY header",
 			"controller "+ctl.class, ctl.lb, ctl.zone)
+		st.linef("%-22s logs in %s", "", filepath.Dir(ctl.nginx.AccessLogPath))
 	}
 	st.linef("public DNS             %s  (each zone on its controller's load balancer)", c.publicDNS)
 	st.linef("cluster DNS            %s  our CoreDNS image (bin/coredns), %s's stock Corefile, as %s", c.dns, distributionName, corednsUser)
