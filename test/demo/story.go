@@ -66,8 +66,8 @@ func (st *story) run(ctx context.Context, t testing.TB) error {
 	st.c, st.helm = c, helm.WithKubeconfig(c.cp.Kubeconfig)
 	st.linef("kube-apiserver + etcd  %s  (up in %s; Service ClusterIPs from %s)", c.cp.Config.Host, time.Since(start).Round(100*time.Millisecond), harness.ServiceCIDR)
 	for _, ctl := range c.controllers {
-		st.linef("%-22s %s:80 and :443, \"LoadBalancer IP\" of zone %s; every listener requires a PROXY header",
-			"controller "+ctl.class, ctl.lb, ctl.zone)
+		st.linef("%-22s %s:%d and :%d, \"LoadBalancer IP\" of zone %s; every listener requires a PROXY header",
+			"controller "+ctl.class, ctl.lb, portOf(ctl.nginx.HTTPAddr), portOf(ctl.nginx.TLSAddr), ctl.zone)
 		st.linef("%-22s logs in %s", "", filepath.Dir(ctl.nginx.AccessLogPath))
 	}
 	st.linef("public DNS             %s  (each zone on its controller's load balancer)", c.publicDNS)
