@@ -42,13 +42,15 @@ manifests:
 deps:
 	build/deps.sh
 
-# The fix end to end, for a person to follow: a real control plane, nginx as
-# ingress-nginx with use-proxy-protocol, our proxy and CoreDNS, dig and curl.
-# DEMO_KEEP=1 keeps the stack running until Ctrl-C.
+# The fix end to end, for a person to follow: a real control plane, two
+# ingress controllers (nginx as ingress-nginx with use-proxy-protocol), our
+# CoreDNS image with a stock Corefile, `helm install`/`uninstall` of our chart
+# with the real helm, our proxy, dig and curl (test/demo; TestDemoStory runs
+# the same story). DEMO_KEEP=1 keeps the stack running before the uninstall.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
 demo: deps build tools
 	go build -o $(BIN)/demo ./test/demo
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
 # Container images for linux/amd64 and linux/arm64, built offline (no
 # Docker engine) with go-containerregistry from static binaries
