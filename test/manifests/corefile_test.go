@@ -166,24 +166,7 @@ func aRecords(r *dns.Msg) []string {
 // without a control plane.
 func TestLocalCorefileRewritesEveryListener(t *testing.T) {
 	p := localPorts{dns: 1053, health: 1080, ready: 1081, metrics: 1090, upstream: 1099}
-	stock := `.:53 {
-    errors
-    health {
-        lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        pods insecure
-    }
-    hairpin example.com {
-        proxy hairpin-system/hairpin-proxy
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-        max_concurrent 1000
-    }
-}
-`
+	stock := kubeadmCorefile
 	tests := []struct {
 		name     string
 		corefile string
@@ -193,17 +176,17 @@ func TestLocalCorefileRewritesEveryListener(t *testing.T) {
 		{name: "stock Corefile is moved to loopback", corefile: stock, want: []string{
 			".:1053 {\n    bind 127.0.0.1\n", "health 127.0.0.1:1080 {", "ready 127.0.0.1:1081\n",
 			"prometheus 127.0.0.1:1090\n", "forward . 127.0.0.1:1099 {",
-			"ip6.arpa {\n        kubeconfig /kc\n", "hairpin example.com {\n        kubeconfig /kc\n        startup_timeout 2s\n",
+			"ip6.arpa {\n        kubeconfig /kc\n", "hairpin {\n        kubeconfig /kc\n        startup_timeout 2s\n        targets hairpin-system\n",
 		}},
 		{name: "stanzas without a block get one", corefile: strings.NewReplacer(
-			"hairpin example.com {\n        proxy hairpin-system/hairpin-proxy\n    }", "hairpin example.com",
-			"ip6.arpa {\n        pods insecure\n    }", "ip6.arpa").Replace(stock), want: []string{
+			"hairpin {\n        targets hairpin-system\n    }", "hairpin example.com",
+			"ip6.arpa {\n        pods insecure\n        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n    }", "ip6.arpa").Replace(stock), want: []string{
 			"ip6.arpa {\n        kubeconfig /kc\n    }\n", "hairpin example.com {\n        kubeconfig /kc\n        startup_timeout 2s\n    }\n",
 		}},
 		{name: "environment placeholders stay", corefile: strings.Replace(stock, "kubernetes cluster.local", "kubernetes {$CLUSTER_DOMAIN}", 1), want: []string{
 			"kubernetes {$CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {\n        kubeconfig /kc\n",
 		}},
-		{name: "Corefile without hairpin is refused", corefile: strings.Replace(stock, "hairpin example.com {\n        proxy hairpin-system/hairpin-proxy\n    }\n", "", 1), wantErr: "no hairpin stanza"},
+		{name: "Corefile without hairpin is refused", corefile: strings.Replace(stock, "    hairpin {\n        targets hairpin-system\n    }\n", "", 1), wantErr: "no hairpin stanza"},
 		{name: "server block not on 53 is refused", corefile: strings.Replace(stock, ".:53", ".:5353", 1), wantErr: "no server block on :53"},
 	}
 	for _, tt := range tests {

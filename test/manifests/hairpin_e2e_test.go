@@ -79,14 +79,9 @@ const kubeadmCorefile = `.:53 {
 
 // tenantFoo is the target that the upgrade adds: a second controller on its
 // own class and zone.
-const tenantFoo = `{"name":"tenant-foo","zones":["foo.example.org"],"ingressClasses":["tenant-foo"],` +
+const tenantFoo = `targets.tenant-foo={"zones":["foo.example.org"],"ingressClasses":["tenant-foo"],` +
 	`"upstream":{"namespace":"tenant-foo","name":"foo-ingress-controller","ports":[` +
 	`{"name":"http","port":80,"containerPort":8081},{"name":"https","port":443,"containerPort":8444}]}}`
-
-// defaultTarget is the chart's default target with zones.
-const defaultTarget = `{"name":"ingress-nginx","zones":["example.com"],"ingressClasses":["nginx"],` +
-	`"upstream":{"namespace":"ingress-nginx","name":"ingress-nginx-controller","ports":[` +
-	`{"name":"http","port":80,"containerPort":8080},{"name":"https","port":443,"containerPort":8443}]}}`
 
 // createIngress creates an Ingress of class for host in namespace default.
 func createIngress(t *testing.T, cp *harness.ControlPlane, name, class, host string) {
@@ -165,7 +160,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 
 	chart := chartDir(t)
 	h.MustRun(t, "install", releaseName, chart, "--namespace", releaseNamespace, "--create-namespace",
-		"--set-json", `targets[0].zones=["example.com"]`)
+		"--set-json", defaultZones)
 	c, err := serveCorefile(t, kubeadmCorefile, nil, kc, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +174,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 
 	t.Run("helm upgrade adds a target without a restart", func(t *testing.T) {
 		h.MustRun(t, "upgrade", releaseName, chart, "--namespace", releaseNamespace,
-			"--set-json", "targets=["+defaultTarget+","+tenantFoo+"]")
+			"--set-json", defaultZones, "--set-json", tenantFoo)
 		fooIP := clusterIP(t, cp, releaseNamespace, "tenant-foo")
 		if fooIP == nginxIP {
 			t.Fatalf("both targets have ClusterIP %s", fooIP)
