@@ -35,9 +35,9 @@ const (
 // values is the part of the chart's values the invariants are checked
 // against, decoded from the merged values of a case.
 type values struct {
-	ClusterDomain string `json:"clusterDomain"`
+	ClusterDomain string             `json:"clusterDomain"`
 	Targets       map[string]*target `json:"targets"`
-	Proxy struct {
+	Proxy         struct {
 		ProxyProtocol int    `json:"proxyProtocol"`
 		HealthPort    int32  `json:"healthPort"`
 		DialTimeout   string `json:"dialTimeout"`
