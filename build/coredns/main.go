@@ -23,6 +23,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "coredns-hairpin: plugin order from plugin.cfg:", err)
 		os.Exit(1)
 	}
+	if err := corefileLoader.fromEnv(os.LookupEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "coredns-hairpin:", err)
+		os.Exit(2)
+	}
 	caddy.AppVersion = fmt.Sprintf("%s (coredns-hairpin %s)", coremain.CoreVersion, version)
 	if slices.Contains(os.Args[1:], "-plugins") || slices.Contains(os.Args[1:], "--plugins") {
 		fmt.Print(describePlugins())

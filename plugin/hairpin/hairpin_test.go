@@ -68,7 +68,7 @@ func TestServeDNSQueryTable(t *testing.T) {
 
 func TestExactHostWinsOverWildcard(t *testing.T) {
 	hc := syncedCache(t, testZones, ips("127.77.0.10"), "*.example.com")
-	other := newProxyTarget("other/proxy")
+	other := newTarget("other/proxy", targetSelection{})
 	other.store(splitFamilies(ips("127.77.0.20")))
 	hc.mu.Lock()
 	hc.claims.set("ingress/test/exact", ownerClaims{hosts: []string{"exact.example.com."}, target: other})
@@ -118,7 +118,7 @@ func TestDualStackProxyAnswersBothFamilies(t *testing.T) {
 
 func TestQueriesPassThroughWhenNotServing(t *testing.T) {
 	unsynced := syncedCache(t, testZones, ips("127.77.0.10"), "app.example.com")
-	unsynced.synced.Store(false)
+	unsynced.open.Store(false)
 	cases := []struct {
 		name string
 		h    *Hairpin
@@ -143,12 +143,12 @@ func TestQueriesPassThroughWhenNotServing(t *testing.T) {
 
 func TestReadyFollowsSync(t *testing.T) {
 	hc := syncedCache(t, testZones, ips("127.77.0.10"))
-	hc.synced.Store(false)
+	hc.open.Store(false)
 	h := newTestHairpin(hc, testZones)
 	if h.Ready() {
 		t.Error("Ready() before sync")
 	}
-	hc.synced.Store(true)
+	hc.open.Store(true)
 	if !h.Ready() {
 		t.Error("not Ready() after sync")
 	}

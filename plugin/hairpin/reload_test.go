@@ -26,7 +26,13 @@ func useFakeClients(t *testing.T, objs ...k8sruntime.Object) {
 		return func() (*clients, error) { return &clients{kube: fake.NewClientset(objs...)}, nil }, nil
 	}
 	t.Cleanup(func() { newClientFactory = orig })
+	registerDirective(t)
+}
 
+// registerDirective puts hairpin into the directive list, as plugin.cfg does
+// in the real build.
+func registerDirective(t *testing.T) {
+	t.Helper()
 	dirs := slices.Clone(dnsserver.Directives)
 	if !slices.Contains(dirs, pluginName) {
 		i := slices.Index(dirs, "hosts")
@@ -101,7 +107,7 @@ func TestTwoServerBlocksShareOneCacheAndReloadKeepsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := onlyCache(t)
-	if !first.hasSynced() {
+	if !first.serving() {
 		t.Fatal("cache not synced after OnStartup")
 	}
 

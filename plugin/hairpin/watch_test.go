@@ -41,6 +41,19 @@ func proxyService(clusterIPs ...string) *core.Service {
 	}
 }
 
+// targetService is a discovered target in hairpin-system with one
+// ClusterIP, zones and Ingress classes (comma-separated annotation values).
+func targetService(name, clusterIP, zones, ingressClasses string) *core.Service {
+	return &core.Service{
+		ObjectMeta: meta.ObjectMeta{
+			Namespace: defaultTargetsNamespace, Name: name,
+			Labels:      map[string]string{targetLabel: ""},
+			Annotations: map[string]string{zonesAnnotation: zones, ingressClassesAnnotation: ingressClasses},
+		},
+		Spec: core.ServiceSpec{ClusterIP: clusterIP, ClusterIPs: []string{clusterIP}},
+	}
+}
+
 // fakeCache starts a cache over a fake clientset holding objs.
 func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *fake.Clientset) {
 	t.Helper()
@@ -51,6 +64,9 @@ func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *f
 	if s.labels == nil {
 		s.labels = labels.Everything()
 	}
+	if s.startupTimeout == 0 {
+		s.startupTimeout = 5 * time.Second
+	}
 	if s.proxyName == "" && len(s.proxyIPs) == 0 {
 		s.proxyNamespace, s.proxyName = defaultProxyNamespace, defaultProxyName
 	}
@@ -59,7 +75,7 @@ func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *f
 		t.Fatal(err)
 	}
 	t.Cleanup(hc.stop)
-	if !hc.waitForSync(5 * time.Second) {
+	if !hc.waitOpen(5 * time.Second) {
 		t.Fatal("cache did not sync")
 	}
 	return hc, client
@@ -149,7 +165,7 @@ func TestHostClaimedTwiceStaysUntilLastOwnerGoes(t *testing.T) {
 func ownerCount(hc *hostCache) int {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	return len(hc.claims.owners())
+	return len(hc.claims.byOwner)
 }
 
 func TestIngressClassFilterAndDefaultClassFlip(t *testing.T) {
@@ -228,7 +244,7 @@ func TestProxyServiceChangesAreFollowed(t *testing.T) {
 	wantAddrs := func(want string) {
 		t.Helper()
 		eventually(t, "proxy addresses "+want, func() bool {
-			a := hc.target.load()
+			a := hc.targets[defaultProxyNamespace+"/"+defaultProxyName].load()
 			got := ""
 			for _, ip := range append(append([]net.IP{}, a.v4...), a.v6...) {
 				got += ip.String() + " "

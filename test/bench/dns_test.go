@@ -93,17 +93,22 @@ func answers(ctx context.Context, addr, name, ip string) (bool, string, error) {
 // checkAnswers queries a sample of hosts (first, last, random ones) and fails
 // unless every one is answered with the proxy IP.
 func checkAnswers(ctx context.Context, s *coreDNS, n int, host func(int) string, ip string) error {
+	return checkTargets(ctx, s, n, host, func(int) string { return ip })
+}
+
+// checkTargets is checkAnswers when host i has its own target address ip(i).
+func checkTargets(ctx context.Context, s *coreDNS, n int, host, ip func(int) string) error {
 	idx := []int{0, n - 1}
 	for i := 0; i < 30; i++ {
 		idx = append(idx, rand.IntN(n))
 	}
 	for _, i := range idx {
-		ok, desc, err := answers(ctx, s.addr, host(i), ip)
+		ok, desc, err := answers(ctx, s.addr, host(i), ip(i))
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", s.name, host(i), err)
 		}
 		if !ok {
-			return fmt.Errorf("%s: %s A: got %s, want %s", s.name, host(i), desc, ip)
+			return fmt.Errorf("%s: %s A: got %s, want %s", s.name, host(i), desc, ip(i))
 		}
 	}
 	return nil

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -97,19 +95,10 @@ func accessLogLine(path, client string) (string, error) {
 func waitServed(ctx context.Context, server string, want netip.Addr) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	for {
-		r, err := harness.Exchange(ctx, server, host, dns.TypeA)
-		if err == nil && len(r.Answer) == 1 {
-			if a, ok := r.Answer[0].(*dns.A); ok && a.A.Equal(net.IP(want.AsSlice())) {
-				return time.Now(), nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("%s is not answered with %s at %s: %w", host, want, server, context.Cause(ctx))
-		case <-time.After(2 * time.Millisecond):
-		}
+	if err := harness.PollEvery(ctx, 2*time.Millisecond, harness.AProbe(server, host, want)); err != nil {
+		return time.Time{}, err
 	}
+	return time.Now(), nil
 }
 
 func splitHostPort(hostport string) (string, string) {
