@@ -8,6 +8,7 @@ package manifests
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -83,6 +84,40 @@ const tenantFoo = `targets.tenant-foo={"zones":["foo.example.org"],"ingressClass
 	`"upstream":{"namespace":"tenant-foo","name":"foo-ingress-controller","ports":[` +
 	`{"name":"http","port":80,"containerPort":8081},{"name":"https","port":443,"containerPort":8444}]}}`
 
+// publicIP is what the public DNS stand-in answers for every name of the
+// test zones: the load balancer's address, which a pod must not get for a
+// hairpin host while its target exists.
+const publicIP = "203.0.113.10"
+
+// publicCorefile is the public DNS stand-in: our CoreDNS binary with the
+// stock template plugin, answering A for every name in the test zones with
+// publicIP and NXDOMAIN for everything else (loop's probe included).
+const publicCorefile = `.:%d {
+    bind 127.0.0.1
+    template IN A example.com example.net example.org {
+        answer "{{ .Name }} 60 IN A ` + publicIP + `"
+    }
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
+}
+`
+
+// startPublicDNS runs the public DNS stand-in and returns its address.
+func startPublicDNS(t *testing.T) string {
+	t.Helper()
+	port := harness.FreePort(t, "127.0.0.1")
+	path := harness.WriteFile(t, t.TempDir(), "Corefile", fmt.Sprintf(publicCorefile, port))
+	proc := harness.StartProcess(t, "public-dns", harness.RequireBinary(t, "coredns"), "-conf", path)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := proc.Ready(ctx, harness.AProbe(addr, "app.example.com", netip.MustParseAddr(publicIP))); err != nil {
+		t.Fatalf("public DNS: %v\n%s", err, proc.Output())
+	}
+	return addr
+}
+
 // createIngress creates an Ingress of class for host in namespace default.
 func createIngress(t *testing.T, cp *harness.ControlPlane, name, class, host string) {
 	t.Helper()
@@ -153,6 +188,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 	createIngress(t, cp, "app", "nginx", "app.example.com")
 	createIngress(t, cp, "foreign", "nginx", "app.example.net")
 	createIngress(t, cp, "shop", "tenant-foo", "shop.foo.example.org")
+	createIngress(t, cp, "www", "tenant-foo", "www.foo.example.org")
 	kc, _, err := cp.UserKubeconfig(coreDNSUser, "system:serviceaccounts", "system:serviceaccounts:kube-system")
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +197,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 	chart := chartDir(t)
 	h.MustRun(t, "install", releaseName, chart, "--namespace", releaseNamespace, "--create-namespace",
 		"--set-json", defaultZones)
-	c, err := serveCorefile(t, kubeadmCorefile, nil, kc, 30*time.Second)
+	c, err := serveCorefile(t, kubeadmCorefile, nil, kc, startPublicDNS(t), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +205,12 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 
 	nginxIP := clusterIP(t, cp, releaseNamespace, "ingress-nginx")
 	c.waitA(t, "app.example.com", nginxIP, 10*time.Second)
-	c.expect(t, dnsExpectation{name: "app.example.net"})
+	// Outside the target's zones: the public answer, not the target.
+	c.expect(t, dnsExpectation{name: "app.example.net", a: publicIP})
+	// Another class, whose target does not exist yet: the public answer.
+	// (A different host than the one asked after the upgrade, which `cache
+	// 30` would otherwise serve from its cache for up to 30 s.)
+	c.expect(t, dnsExpectation{name: "www.foo.example.org", a: publicIP})
 	c.expect(t, dnsExpectation{name: "kubernetes.default.svc.cluster.local", a: clusterIP(t, cp, "default", "kubernetes")})
 
 	t.Run("helm upgrade adds a target without a restart", func(t *testing.T) {
@@ -197,10 +238,10 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 		if len(svcs.Items) != 0 {
 			t.Fatalf("target Services left after uninstall: %d", len(svcs.Items))
 		}
-		// The forward upstream is a dead loopback port, so a passed-through
-		// name gets no A record at all.
-		c.waitA(t, "app.example.com", "", 15*time.Second)
-		c.waitA(t, "shop.foo.example.org", "", 15*time.Second)
+		// Passed through again: the public answer (after at most the
+		// hairpin answers' TTL in the cache).
+		c.waitA(t, "app.example.com", publicIP, 15*time.Second)
+		c.waitA(t, "shop.foo.example.org", publicIP, 15*time.Second)
 		c.expect(t, dnsExpectation{name: "kubernetes.default.svc.cluster.local", a: clusterIP(t, cp, "default", "kubernetes")})
 	})
 
@@ -233,7 +274,7 @@ func TestTenantModeCorefileServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := serveCorefile(t, corefile, nil, kc, 30*time.Second)
+	c, err := serveCorefile(t, corefile, nil, kc, startPublicDNS(t), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +287,7 @@ func TestTenantModeCorefileServes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := serveCorefile(t, corefile, nil, nobody, 30*time.Second)
+		c, err := serveCorefile(t, corefile, nil, nobody, "", 30*time.Second)
 		if err != nil {
 			t.Logf("a CoreDNS without RBAC does not become ready: %.300s", err)
 			return
