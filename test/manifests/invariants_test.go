@@ -41,7 +41,7 @@ type values struct {
 		ProxyProtocol int    `json:"proxyProtocol"`
 		HealthPort    int32  `json:"healthPort"`
 		DialTimeout   string `json:"dialTimeout"`
-		MaxConns      int    `json:"maxConns"`
+		MaxConns      *int   `json:"maxConns"`
 	} `json:"proxy"`
 	CoreDNS struct {
 		ServiceAccount struct {
@@ -447,7 +447,11 @@ func checkTargets(t *testing.T, r rendered, v values) {
 	if got, want := flag(container.Args, "dial-timeout"), v.Proxy.DialTimeout; got != want {
 		t.Errorf("--dial-timeout=%s; want %s", got, want)
 	}
-	if got, want := flag(container.Args, "max-conns"), strconv.Itoa(v.Proxy.MaxConns); got != want {
+	wantMaxConns := "" // the proxy's own default
+	if v.Proxy.MaxConns != nil {
+		wantMaxConns = strconv.Itoa(*v.Proxy.MaxConns)
+	}
+	if got, want := flag(container.Args, "max-conns"), wantMaxConns; got != want {
 		t.Errorf("--max-conns=%s; want %s", got, want)
 	}
 	domain := v.ClusterDomain
