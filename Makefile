@@ -14,7 +14,7 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path
 TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 
-.PHONY: all build generate test unit fuzz tools deps demo bench images manifests clean
+.PHONY: all build generate test unit fuzz tools deps demo bench images manifests clean FORCE
 
 all: build
 
@@ -62,10 +62,17 @@ demo: deps build tools
 ARCHES := amd64 arm64
 PLATFORM_BINS := $(foreach a,$(ARCHES),$(BIN)/linux-$(a)/coredns $(BIN)/linux-$(a)/hairpin-proxy)
 
-$(BIN)/linux-%/coredns: $(GO_SOURCES)
+# The version the platform binaries are stamped with, rewritten only when it
+# changes: a new commit re-links them, so an image's tag and labels always
+# match what its binary prints.
+$(BIN)/.version: FORCE
+	@mkdir -p $(BIN); [ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $@
+FORCE:
+
+$(BIN)/linux-%/coredns: $(GO_SOURCES) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./build/coredns
 
-$(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES)
+$(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./proxy/cmd/hairpin-proxy
 
 images: $(PLATFORM_BINS)

@@ -26,7 +26,8 @@ func TestHelmLint(t *testing.T) {
 
 // TestDefaultValuesRequireZones checks the decision documented in
 // values.yaml: the default target ships without zones, so installing the
-// chart without naming them fails, and the message names the field.
+// chart without naming them fails, and the message names the field; naming
+// them is one --set-json, which merges into the default target.
 func TestDefaultValuesRequireZones(t *testing.T) {
 	h := harness.RequireHelm(t)
 	for _, cmd := range [][]string{
@@ -36,12 +37,16 @@ func TestDefaultValuesRequireZones(t *testing.T) {
 		t.Run(cmd[0], func(t *testing.T) {
 			out, err := h.Run(t.Context(), cmd...)
 			if err == nil {
-				t.Fatalf("helm %s with the default values succeeded; want a failure naming targets[0].zones\n%s", cmd[0], out)
+				t.Fatalf("helm %s with the default values succeeded; want a failure naming the zones\n%s", cmd[0], out)
 			}
-			if !strings.Contains(err.Error(), "/targets/0/zones") {
-				t.Errorf("error does not name /targets/0/zones:\n%v", err)
+			// helm lint prints its findings on stdout.
+			if msg := out + err.Error(); !strings.Contains(msg, "at '/targets/ingress-nginx/zones': minItems: got 0, want 1") {
+				t.Errorf("error does not name /targets/ingress-nginx/zones:\n%s", msg)
 			}
 		})
+	}
+	if _, err := h.Run(t.Context(), "template", releaseName, chartDir(t), "--set-json", defaultZones); err != nil {
+		t.Errorf("the default target with zones does not render: %v", err)
 	}
 }
 
@@ -50,12 +55,14 @@ func TestDefaultValuesRequireZones(t *testing.T) {
 // pointer from the schema, or targets[i]... from the chart's own checks).
 func TestBadValuesNameTheField(t *testing.T) {
 	h := harness.RequireHelm(t)
-	target := func(extra string) string {
-		return `targets=[{"name":"a","zones":["example.com"],"ingressClasses":["nginx"],` +
-			`"upstream":{"namespace":"ingress-nginx","name":"c","ports":[{"name":"http","port":80,"containerPort":8080}]}}` + extra + `]`
+	// a and b are two complete targets; b's ports are given.
+	const a = `"a":{"zones":["example.com"],"ingressClasses":["nginx"],` +
+		`"upstream":{"namespace":"ingress-nginx","name":"c","ports":[{"name":"http","port":80,"containerPort":8080}]}}`
+	b := func(ports string) string {
+		return `"b":{"zones":["example.org"],"ingressClasses":["b"],"upstream":{"namespace":"b","name":"c","ports":[` + ports + `]}}`
 	}
-	second := func(t string) string {
-		return `,{"name":"b","zones":["example.org"],"ingressClasses":["b"],"upstream":{"namespace":"b","name":"c","ports":[` + t + `]}}`
+	targets := func(entries ...string) string {
+		return `targets={"ingress-nginx":{"enabled":false},` + strings.Join(entries, ",") + `}`
 	}
 	tests := []struct {
 		name string
@@ -63,33 +70,37 @@ func TestBadValuesNameTheField(t *testing.T) {
 		want string
 	}{
 		{"unknown top-level key", []string{defaultZones, `proxi={}`}, "proxi"},
-		{"typo in a target", []string{`targets=[{"name":"a","zone":["example.com"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8080}]}}]`}, "/targets/0"},
-		{"empty zones", []string{`targets[0].zones=[]`}, "/targets/0/zones"},
-		{"zone with a wildcard", []string{`targets[0].zones=["*.example.com"]`}, "/targets/0/zones/0"},
-		{"target name not a DNS label", []string{target(`,{"name":"Bad_Name","zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, "/targets/1/name"},
-		{"privileged container port", []string{`targets[0].upstream.ports[0].containerPort=80`, defaultZones}, "/targets/0/upstream/ports/0/containerPort"},
-		{"port out of range", []string{`targets[0].upstream.ports[0].port=70000`, defaultZones}, "/targets/0/upstream/ports/0/port"},
-		{"gateway without namespace", []string{`targets[0].gateways=["public"]`, defaultZones}, "/targets/0/gateways/0"},
+		{"typo in a target", []string{targets(`"a":{"zone":["example.com"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8080}]}}`)}, "/targets/a"},
+		{"default target without zones", []string{`targets.ingress-nginx.zones=[]`}, "/targets/ingress-nginx/zones"},
+		{"zone with a wildcard", []string{`targets.ingress-nginx.zones=["*.example.com"]`}, "/targets/ingress-nginx/zones/0"},
+		{"target name not a DNS label", []string{targets(a, `"Bad_Name":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, "Bad_Name"},
+		{"privileged container port", []string{defaultZones, `targets.ingress-nginx.upstream.ports=[{"name":"http","port":80,"containerPort":80}]`}, "/targets/ingress-nginx/upstream/ports/0/containerPort"},
+		{"port out of range", []string{defaultZones, `targets.ingress-nginx.upstream.ports=[{"name":"http","port":70000,"containerPort":8080}]`}, "/targets/ingress-nginx/upstream/ports/0/port"},
+		{"gateway without namespace", []string{defaultZones, `targets.ingress-nginx.gateways=["public"]`}, "/targets/ingress-nginx/gateways/0"},
 		{"proxy protocol 3", []string{defaultZones, `proxy.proxyProtocol=3`}, "/proxy/proxyProtocol"},
 		{"bad duration", []string{defaultZones, `proxy.dialTimeout="5 seconds"`}, "/proxy/dialTimeout"},
 		{"bad log level", []string{defaultZones, `proxy.logLevel="verbose"`}, "/proxy/logLevel"},
 		{"bad gatewayAPI switch", []string{defaultZones, `rbac.gatewayAPI="yes"`}, "/rbac/gatewayAPI"},
 		{"bad digest", []string{defaultZones, `proxy.image.digest="latest"`}, "/proxy/image/digest"},
-		{"bad dest addr", []string{target(""), `targets[0].destAddr="lb.example.com"`}, "/targets/0/destAddr"},
-		{"duplicate container port across targets", []string{target(second(`{"name":"http","port":80,"containerPort":8080}`))}, "targets[1].upstream.ports[0].containerPort: 8080 is already used by targets[0].upstream.ports[0]"},
-		{"container port is the health port", []string{target(second(`{"name":"http","port":80,"containerPort":9090}`))}, "targets[1].upstream.ports[0].containerPort: 9090 is already used by proxy.healthPort"},
-		{"duplicate target name", []string{target(`,{"name":"a","zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, "targets[1].name: \"a\" is already the name of targets[0]"},
-		{"duplicate port name", []string{target(second(`{"name":"http","port":80,"containerPort":8081},{"name":"http","port":443,"containerPort":8443}`))}, "targets[1].upstream.ports[1].name: \"http\" is already the name of targets[1].upstream.ports[0]"},
-		{"duplicate service port", []string{target(second(`{"name":"http","port":80,"containerPort":8081},{"name":"alt","port":80,"containerPort":8443}`))}, "targets[1].upstream.ports[1].port: 80 is already the port of targets[1].upstream.ports[0]"},
-		{"route names collide", []string{`targets=[` +
-			`{"name":"a","zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"b-c","port":80,"containerPort":8081}]}},` +
-			`{"name":"a-b","zones":["y.org"],"ingressClasses":["y"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"c","port":80,"containerPort":8082}]}}]`},
-			"targets[1].upstream.ports[0].name: route name \"a-b-c\" is already the route of targets[0].upstream.ports[0]"},
-		{"target selects nothing", []string{`targets[0].ingressClasses=[]`, defaultZones}, "targets[0]: selects nothing"},
-		{"gateways without Gateway API RBAC", []string{`targets[0].gatewayClasses=["eg"]`, defaultZones, `rbac.gatewayAPI=false`}, "targets[0]: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false"},
-		{"target named like the metrics Service", []string{`targets[0].name="hairpin-proxy-metrics"`, defaultZones}, "targets[0].name: \"hairpin-proxy-metrics\" is the name of the proxy's metrics Service"},
+		{"bad dest addr", []string{defaultZones, `targets.ingress-nginx.destAddr="lb.example.com"`}, "/targets/ingress-nginx/destAddr"},
+		{"duplicate container port across targets", []string{targets(a, b(`{"name":"http","port":80,"containerPort":8080}`))}, "targets.b.upstream.ports[0].containerPort: 8080 is already used by targets.a.upstream.ports[0]"},
+		{"container port is the health port", []string{targets(a, b(`{"name":"http","port":80,"containerPort":9090}`))}, "targets.b.upstream.ports[0].containerPort: 9090 is already used by proxy.healthPort"},
+		{"duplicate port name", []string{targets(a, b(`{"name":"http","port":80,"containerPort":8081},{"name":"http","port":443,"containerPort":8443}`))}, `targets.b.upstream.ports[1].name: "http" is already the name of targets.b.upstream.ports[0]`},
+		{"duplicate service port", []string{targets(a, b(`{"name":"http","port":80,"containerPort":8081},{"name":"alt","port":80,"containerPort":8443}`))}, "targets.b.upstream.ports[1].port: 80 is already the port of targets.b.upstream.ports[0]"},
+		{"route names collide", []string{targets(
+			`"a":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"b-c","port":80,"containerPort":8081}]}}`,
+			`"a-b":{"zones":["y.org"],"ingressClasses":["y"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"c","port":80,"containerPort":8082}]}}`)},
+			`targets.a-b.upstream.ports[0].name: route name "a-b-c" is already the route of targets.a.upstream.ports[0]`},
+		{"target selects nothing", []string{defaultZones, `targets.ingress-nginx.ingressClasses=[]`}, "targets.ingress-nginx: selects nothing"},
+		{"gateways without Gateway API RBAC", []string{defaultZones, `targets.ingress-nginx.gatewayClasses=["eg"]`, `rbac.gatewayAPI=false`}, "targets.ingress-nginx: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false"},
+		{"target named like the metrics Service", []string{targets(`"hairpin-proxy-metrics":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, `targets.hairpin-proxy-metrics: "hairpin-proxy-metrics" is the name of the proxy's metrics Service`},
 		{"tenant without DNS Service IP", []string{defaultZones, `tenant.enabled=true`, `tenant.dnsServiceIP=""`}, "tenant.dnsServiceIP"},
 	}
+	tests = append(tests, struct {
+		name string
+		set  []string
+		want string
+	}{"a disabled target still gets its fields checked", []string{defaultZones, `targets.off={"enabled":false,"zones":["Not A Zone"]}`}, "/targets/off/zones/0"})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := helmTemplate(t, h, valuesCase{set: tt.set})

@@ -8,8 +8,8 @@ package manifests
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,14 +79,43 @@ const kubeadmCorefile = `.:53 {
 
 // tenantFoo is the target that the upgrade adds: a second controller on its
 // own class and zone.
-const tenantFoo = `{"name":"tenant-foo","zones":["foo.example.org"],"ingressClasses":["tenant-foo"],` +
+const tenantFoo = `targets.tenant-foo={"zones":["foo.example.org"],"ingressClasses":["tenant-foo"],` +
 	`"upstream":{"namespace":"tenant-foo","name":"foo-ingress-controller","ports":[` +
 	`{"name":"http","port":80,"containerPort":8081},{"name":"https","port":443,"containerPort":8444}]}}`
 
-// defaultTarget is the chart's default target with zones.
-const defaultTarget = `{"name":"ingress-nginx","zones":["example.com"],"ingressClasses":["nginx"],` +
-	`"upstream":{"namespace":"ingress-nginx","name":"ingress-nginx-controller","ports":[` +
-	`{"name":"http","port":80,"containerPort":8080},{"name":"https","port":443,"containerPort":8443}]}}`
+// publicIP is what the public DNS stand-in answers for every name of the
+// test zones: the load balancer's address, which a pod must not get for a
+// hairpin host while its target exists.
+const publicIP = "203.0.113.10"
+
+// publicCorefile is the public DNS stand-in: our CoreDNS binary with the
+// stock template plugin, answering A for every name in the test zones with
+// publicIP and NXDOMAIN for everything else (loop's probe included).
+const publicCorefile = `.:%d {
+    bind 127.0.0.1
+    template IN A example.com example.net example.org {
+        answer "{{ .Name }} 60 IN A ` + publicIP + `"
+    }
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
+}
+`
+
+// startPublicDNS runs the public DNS stand-in and returns its address.
+func startPublicDNS(t *testing.T) string {
+	t.Helper()
+	port := harness.FreePort(t, "127.0.0.1")
+	path := harness.WriteFile(t, t.TempDir(), "Corefile", fmt.Sprintf(publicCorefile, port))
+	proc := harness.StartProcess(t, "public-dns", harness.RequireBinary(t, "coredns"), "-conf", path)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := proc.Ready(ctx, harness.AProbe(addr, "app.example.com", netip.MustParseAddr(publicIP))); err != nil {
+		t.Fatalf("public DNS: %v\n%s", err, proc.Output())
+	}
+	return addr
+}
 
 // createIngress creates an Ingress of class for host in namespace default.
 func createIngress(t *testing.T, cp *harness.ControlPlane, name, class, host string) {
@@ -158,6 +187,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 	createIngress(t, cp, "app", "nginx", "app.example.com")
 	createIngress(t, cp, "foreign", "nginx", "app.example.net")
 	createIngress(t, cp, "shop", "tenant-foo", "shop.foo.example.org")
+	createIngress(t, cp, "www", "tenant-foo", "www.foo.example.org")
 	kc, _, err := cp.UserKubeconfig(coreDNSUser, "system:serviceaccounts", "system:serviceaccounts:kube-system")
 	if err != nil {
 		t.Fatal(err)
@@ -165,8 +195,8 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 
 	chart := chartDir(t)
 	h.MustRun(t, "install", releaseName, chart, "--namespace", releaseNamespace, "--create-namespace",
-		"--set-json", `targets[0].zones=["example.com"]`)
-	c, err := serveCorefile(t, kubeadmCorefile, nil, kc, 30*time.Second)
+		"--set-json", defaultZones)
+	c, err := serveCorefile(t, kubeadmCorefile, nil, kc, startPublicDNS(t), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,12 +204,17 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 
 	nginxIP := clusterIP(t, cp, releaseNamespace, "ingress-nginx")
 	c.waitA(t, "app.example.com", nginxIP, 10*time.Second)
-	c.expect(t, dnsExpectation{name: "app.example.net"})
+	// Outside the target's zones: the public answer, not the target.
+	c.expect(t, dnsExpectation{name: "app.example.net", a: publicIP})
+	// Another class, whose target does not exist yet: the public answer.
+	// (A different host than the one asked after the upgrade, which `cache
+	// 30` would otherwise serve from its cache for up to 30 s.)
+	c.expect(t, dnsExpectation{name: "www.foo.example.org", a: publicIP})
 	c.expect(t, dnsExpectation{name: "kubernetes.default.svc.cluster.local", a: clusterIP(t, cp, "default", "kubernetes")})
 
 	t.Run("helm upgrade adds a target without a restart", func(t *testing.T) {
 		h.MustRun(t, "upgrade", releaseName, chart, "--namespace", releaseNamespace,
-			"--set-json", "targets=["+defaultTarget+","+tenantFoo+"]")
+			"--set-json", defaultZones, "--set-json", tenantFoo)
 		fooIP := clusterIP(t, cp, releaseNamespace, "tenant-foo")
 		if fooIP == nginxIP {
 			t.Fatalf("both targets have ClusterIP %s", fooIP)
@@ -202,10 +237,10 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 		if len(svcs.Items) != 0 {
 			t.Fatalf("target Services left after uninstall: %d", len(svcs.Items))
 		}
-		// The forward upstream is a dead loopback port, so a passed-through
-		// name gets no A record at all.
-		c.waitA(t, "app.example.com", "", 15*time.Second)
-		c.waitA(t, "shop.foo.example.org", "", 15*time.Second)
+		// Passed through again: the public answer (after at most the
+		// hairpin answers' TTL in the cache).
+		c.waitA(t, "app.example.com", publicIP, 15*time.Second)
+		c.waitA(t, "shop.foo.example.org", publicIP, 15*time.Second)
 		c.expect(t, dnsExpectation{name: "kubernetes.default.svc.cluster.local", a: clusterIP(t, cp, "default", "kubernetes")})
 	})
 
@@ -219,7 +254,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 // the service account the chart created, with only the RBAC the chart
 // rendered (no kubeadm role): the kubernetes plugin resolves the kubernetes
 // Service and hairpin answers the Ingress host with the target's ClusterIP.
-// A CoreDNS without the chart's RBAC does not answer the host.
+// A CoreDNS with only the kubernetes plugin's role gets the public answer.
 func TestTenantModeCorefileServes(t *testing.T) {
 	cp := newControlPlane(t)
 	h := harness.RequireHelm(t).WithKubeconfig(cp.Kubeconfig)
@@ -238,7 +273,8 @@ func TestTenantModeCorefileServes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := serveCorefile(t, corefile, nil, kc, 30*time.Second)
+	public := startPublicDNS(t)
+	c, err := serveCorefile(t, corefile, nil, kc, public, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,23 +282,23 @@ func TestTenantModeCorefileServes(t *testing.T) {
 	c.expect(t, dnsExpectation{name: "kubernetes.default.svc.cluster.local", a: clusterIP(t, cp, "default", "kubernetes")})
 	c.waitA(t, "app.apps.example.org", clusterIP(t, cp, releaseNamespace, "ingress-nginx"), 10*time.Second)
 
-	t.Run("without the chart's RBAC the host is not answered", func(t *testing.T) {
-		nobody, _, err := cp.UserKubeconfig("nobody")
+	t.Run("without the chart's hairpin RBAC the host is not answered", func(t *testing.T) {
+		// A CoreDNS that has the kubernetes plugin's role and nothing else:
+		// it becomes ready, but hairpin cannot read the targets or the
+		// Ingresses, so the host gets the public answer.
+		const user = "kubernetes-plugin-only"
+		k := cli{t: t, kubectl: kubectl(t), kubeconfig: cp.Kubeconfig}
+		k.run(nil, "create", "clusterrolebinding", user, "--clusterrole=hairpin-coredns-kubernetes", "--user="+user)
+		kc, _, err := cp.UserKubeconfig(user)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := serveCorefile(t, corefile, nil, nobody, 30*time.Second)
+		c, err := serveCorefile(t, corefile, nil, kc, public, 30*time.Second)
 		if err != nil {
-			t.Logf("a CoreDNS without RBAC does not become ready: %.300s", err)
-			return
+			t.Fatal(err)
 		}
 		defer c.proc.Stop()
-		r, err := harness.Exchange(t.Context(), c.addr, "app.apps.example.org", dns.TypeA)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := aRecords(r); slices.Contains(got, clusterIP(t, cp, releaseNamespace, "ingress-nginx")) {
-			t.Errorf("answered %v without any RBAC: the check above proves nothing", got)
-		}
+		c.expect(t, dnsExpectation{name: "kubernetes.default.svc.cluster.local", a: clusterIP(t, cp, "default", "kubernetes")})
+		c.expect(t, dnsExpectation{name: "app.apps.example.org", a: publicIP})
 	})
 }

@@ -35,32 +35,13 @@ const (
 // values is the part of the chart's values the invariants are checked
 // against, decoded from the merged values of a case.
 type values struct {
-	ClusterDomain string `json:"clusterDomain"`
-	Targets       []struct {
-		Name           string   `json:"name"`
-		Zones          []string `json:"zones"`
-		IngressClasses []string `json:"ingressClasses"`
-		GatewayClasses []string `json:"gatewayClasses"`
-		Gateways       []string `json:"gateways"`
-		DestAddr       string   `json:"destAddr"`
-		Upstream       struct {
-			Namespace   string            `json:"namespace"`
-			Name        string            `json:"name"`
-			PodSelector map[string]string `json:"podSelector"`
-			Ports       []struct {
-				Name          string `json:"name"`
-				Port          int32  `json:"port"`
-				ContainerPort int32  `json:"containerPort"`
-				HeaderPort    int32  `json:"headerPort"`
-				PodPort       int32  `json:"podPort"`
-			} `json:"ports"`
-		} `json:"upstream"`
-	} `json:"targets"`
-	Proxy struct {
+	ClusterDomain string             `json:"clusterDomain"`
+	Targets       map[string]*target `json:"targets"`
+	Proxy         struct {
 		ProxyProtocol int    `json:"proxyProtocol"`
 		HealthPort    int32  `json:"healthPort"`
 		DialTimeout   string `json:"dialTimeout"`
-		MaxConns      int    `json:"maxConns"`
+		MaxConns      *int   `json:"maxConns"`
 	} `json:"proxy"`
 	CoreDNS struct {
 		ServiceAccount struct {
@@ -77,6 +58,41 @@ type values struct {
 	} `json:"tenant"`
 }
 
+// target is one entry of the values' targets map.
+type target struct {
+	Name           string   `json:"-"` // the map key
+	Enabled        *bool    `json:"enabled"`
+	Zones          []string `json:"zones"`
+	IngressClasses []string `json:"ingressClasses"`
+	GatewayClasses []string `json:"gatewayClasses"`
+	Gateways       []string `json:"gateways"`
+	DestAddr       string   `json:"destAddr"`
+	Upstream       struct {
+		Namespace   string            `json:"namespace"`
+		Name        string            `json:"name"`
+		PodSelector map[string]string `json:"podSelector"`
+		Ports       []struct {
+			Name          string `json:"name"`
+			Port          int32  `json:"port"`
+			ContainerPort int32  `json:"containerPort"`
+			HeaderPort    int32  `json:"headerPort"`
+			PodPort       int32  `json:"podPort"`
+		} `json:"ports"`
+	} `json:"upstream"`
+}
+
+// targets returns v's enabled targets sorted by name.
+func (v values) targets() []*target {
+	var out []*target
+	for _, name := range slices.Sorted(maps.Keys(v.Targets)) {
+		if tg := v.Targets[name]; tg != nil && (tg.Enabled == nil || *tg.Enabled) {
+			tg.Name = name
+			out = append(out, tg)
+		}
+	}
+	return out
+}
+
 // valuesOf decodes r's merged values; the defaults case gets the zones its
 // --set gives.
 func valuesOf(t *testing.T, r rendered) values {
@@ -90,7 +106,7 @@ func valuesOf(t *testing.T, r rendered) values {
 		t.Fatal(err)
 	}
 	if slices.Contains(r.set, defaultZones) {
-		v.Targets[0].Zones = []string{"example.com"}
+		v.Targets["ingress-nginx"].Zones = []string{"example.com"}
 	}
 	return v
 }
@@ -285,7 +301,7 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 
 			wantGateway := v.RBAC.GatewayAPI == true
 			if v.RBAC.GatewayAPI == "auto" {
-				for _, tg := range v.Targets {
+				for _, tg := range v.targets() {
 					wantGateway = wantGateway || len(tg.GatewayClasses) > 0 || len(tg.Gateways) > 0
 				}
 			}
@@ -431,7 +447,11 @@ func checkTargets(t *testing.T, r rendered, v values) {
 	if got, want := flag(container.Args, "dial-timeout"), v.Proxy.DialTimeout; got != want {
 		t.Errorf("--dial-timeout=%s; want %s", got, want)
 	}
-	if got, want := flag(container.Args, "max-conns"), strconv.Itoa(v.Proxy.MaxConns); got != want {
+	wantMaxConns := "" // the proxy's own default
+	if v.Proxy.MaxConns != nil {
+		wantMaxConns = strconv.Itoa(*v.Proxy.MaxConns)
+	}
+	if got, want := flag(container.Args, "max-conns"), wantMaxConns; got != want {
 		t.Errorf("--max-conns=%s; want %s", got, want)
 	}
 	domain := v.ClusterDomain
@@ -447,11 +467,11 @@ func checkTargets(t *testing.T, r rendered, v values) {
 			nTargetServices++
 		}
 	}
-	if nTargetServices != len(v.Targets) {
-		t.Errorf("%d Services carry %s; want one per target (%d)", nTargetServices, targetLabel, len(v.Targets))
+	if nTargetServices != len(v.targets()) {
+		t.Errorf("%d Services carry %s; want one per target (%d)", nTargetServices, targetLabel, len(v.targets()))
 	}
 	nRoutes := 0
-	for _, tg := range v.Targets {
+	for _, tg := range v.targets() {
 		svc := find[*corev1.Service](r.objs, tg.Name)
 		if svc == nil {
 			t.Errorf("target %s: no Service %s", tg.Name, tg.Name)

@@ -72,7 +72,7 @@ func (c valuesCase) args() []string {
 
 // defaultZones is what the default values need to render: the chart
 // requires zones and ships none.
-const defaultZones = `targets[0].zones=["example.com"]`
+const defaultZones = `targets.ingress-nginx.zones=["example.com"]`
 
 // valuesCases returns every values set the chart is checked with: the
 // defaults plus zones, every examples/*.yaml, every plain-manifest render

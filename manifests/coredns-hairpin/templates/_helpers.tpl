@@ -40,11 +40,26 @@ k8s-app: kube-dns
 {{- end -}}
 {{- end }}
 
+{{/*
+hairpin.targets: .Values.targets (a map keyed by name, so that values merge
+into the default target) as a JSON list sorted by name, each entry with its
+"name"; an entry set to null is dropped. Use it with fromJsonArray.
+*/}}
+{{- define "hairpin.targets" -}}
+{{- $list := list -}}
+{{- range $name, $t := .Values.targets -}}
+{{- if and $t (ne (toString $t.enabled) "false") -}}
+{{- $list = append $list (merge (dict "name" $name) $t) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $list -}}
+{{- end }}
+
 {{/* hairpin.gatewayAPI: "true" when the Gateway API rules are granted. */}}
 {{- define "hairpin.gatewayAPI" -}}
 {{- $g := .Values.rbac.gatewayAPI -}}
 {{- if eq (toString $g) "auto" -}}
-{{- range .Values.targets -}}
+{{- range include "hairpin.targets" . | fromJsonArray -}}
 {{- if or .gatewayClasses .gateways -}}true{{- end -}}
 {{- end -}}
 {{- else if $g -}}true{{- end -}}
@@ -63,18 +78,13 @@ cannot say: names and ports that must be unique across list entries, and
 settings that contradict each other.
 */}}
 {{- define "hairpin.validate" -}}
-{{- $names := dict -}}
 {{- $routes := dict -}}
 {{- $ports := dict (toString .Values.proxy.healthPort) "proxy.healthPort" -}}
-{{- range $i, $t := .Values.targets -}}
-{{- $where := printf "targets[%d]" $i -}}
-{{- if hasKey $names $t.name -}}
-{{- fail (printf "%s.name: %q is already the name of %s; target names must be unique" $where $t.name (get $names $t.name)) -}}
-{{- end -}}
+{{- range $t := include "hairpin.targets" . | fromJsonArray -}}
+{{- $where := printf "targets.%s" $t.name -}}
 {{- if eq $t.name (printf "%s-metrics" (include "hairpin.proxyName" $)) -}}
-{{- fail (printf "%s.name: %q is the name of the proxy's metrics Service" $where $t.name) -}}
+{{- fail (printf "%s: %q is the name of the proxy's metrics Service" $where $t.name) -}}
 {{- end -}}
-{{- $_ := set $names $t.name $where -}}
 {{- $portNames := dict -}}
 {{- $servicePorts := dict -}}
 {{- range $j, $p := $t.upstream.ports -}}
