@@ -37,8 +37,8 @@ func benchActivation(t *testing.T, cfg config, bin map[string]string, k *kube, r
 
 	// The forward upstream stand-in (also what the loop plugin probes).
 	public := harness.FreeAddr(t, "127.0.0.1")
-	zone := writeFile(t, dir, "example.com.zone", e2e.PublicZone(harness.FreeLoopbackIP(t)))
-	pub := harness.StartProcess(t, "public-dns", bin["coredns"], "-conf", writeFile(t, dir, "Corefile.public", e2e.PublicCorefile(public, zone)))
+	zone := harness.WriteFile(t, dir, "example.com.zone", e2e.PublicZone(harness.FreeLoopbackIP(t)))
+	pub := harness.StartProcess(t, "public-dns", bin["coredns"], "-conf", harness.WriteFile(t, dir, "Corefile.public", e2e.PublicCorefile(public, e2e.ZoneFile{Zone: e2e.Zone, Path: zone})))
 	if err := pub.Ready(ctx, harness.DNSProbe(public, e2e.Zone, dns.TypeSOA)); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func benchActivation(t *testing.T, cfg config, bin map[string]string, k *kube, r
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := writeFile(t, dir, "Corefile."+name, corefile)
+		path := harness.WriteFile(t, dir, "Corefile."+name, corefile)
 		s.proc = harness.StartCmd(t, "coredns-"+name, exec.Command(bin["coredns"], append([]string{"-conf", path}, args...)...))
 		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
@@ -112,7 +112,7 @@ func benchActivation(t *testing.T, cfg config, bin map[string]string, k *kube, r
 		}
 		q.WriteString(n + " A\n")
 	}
-	qf := writeFile(t, dir, "queries-activation.txt", q.String())
+	qf := harness.WriteFile(t, dir, "queries-activation.txt", q.String())
 
 	servers := []*server{on, off}
 	for _, s := range servers {

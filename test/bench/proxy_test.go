@@ -28,6 +28,9 @@ const (
 	haproxyPath  = "/usr/sbin/haproxy"
 )
 
+// EnvProxyAlt names a second hairpin-proxy binary to measure alongside.
+const EnvProxyAlt = "BENCH_PROXY_ALT"
+
 // proxyPath is one way to reach nginx: through our proxy, through HAProxy,
 // or directly.
 type proxyPath struct {
@@ -79,7 +82,7 @@ frontend fe
 backend be
     server s1 %s send-proxy
 `, runtime.GOMAXPROCS(0), addr, upstream)
-	path := writeFile(t, t.TempDir(), "haproxy.cfg", conf)
+	path := harness.WriteFile(t, t.TempDir(), "haproxy.cfg", conf)
 	proc := harness.StartProcess(t, "haproxy", haproxyPath, "-db", "-f", path)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -170,6 +173,13 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		startHAProxy(t, ngx.HTTPAddr),
 		{name: "direct", addr: ngx.PlainHTTPAddr},
 	}
+	// A second build of our proxy, interleaved with the others, to compare
+	// a change side by side; its figures are logged, not recorded.
+	if alt := os.Getenv(EnvProxyAlt); alt != "" {
+		p := startOurProxy(t, alt, ngx.HTTPAddr)
+		p.name = "alt"
+		paths = append(paths, p)
+	}
 	for _, p := range paths {
 		if err := checkPath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -258,19 +268,28 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	}
 	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
 		wrkConns, cfg.wrkDur, cfg.latDur, cfg.bulkBytes, nginxWorkers, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0))
-	for _, p := range paths[:2] {
-		p.proc.Stop()
+	for _, p := range paths {
+		if p.proc != nil {
+			p.proc.Stop()
+		}
 	}
 
 	// Idle connections: fresh processes, so earlier load does not inflate
 	// the figure; interleaved ours, haproxy, ours, ...
 	idle, base := series{}, series{}
 	for rep := 0; rep < cfg.reps; rep++ {
-		for _, name := range []string{"ours", "haproxy"} {
+		names := []string{"ours", "haproxy"}
+		if os.Getenv(EnvProxyAlt) != "" {
+			names = append(names, "alt")
+		}
+		for _, name := range names {
 			var p proxyPath
-			if name == "ours" {
+			switch name {
+			case "ours":
 				p = startOurProxy(t, bin["proxy"], ngx.HTTPAddr)
-			} else {
+			case "alt":
+				p = startOurProxy(t, os.Getenv(EnvProxyAlt), ngx.HTTPAddr)
+			default:
 				p = startHAProxy(t, ngx.HTTPAddr)
 			}
 			b, r := idleRSS(t, p, cfg.idleConns)

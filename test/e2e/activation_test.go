@@ -34,7 +34,7 @@ func publicDNS(ctx context.Context, t *testing.T, coredns string, lb netip.Addr)
 	zone := filepath.Join(dir, "example.com.zone")
 	conf := filepath.Join(dir, "Corefile.public")
 	writeTestFile(t, zone, e2e.PublicZone(lb))
-	writeTestFile(t, conf, e2e.PublicCorefile(addr, zone))
+	writeTestFile(t, conf, e2e.PublicCorefile(addr, e2e.ZoneFile{Zone: e2e.Zone, Path: zone}))
 	p := harness.StartProcess(t, "public-dns", coredns, "-conf", conf)
 	waitReady(ctx, t, p, harness.DNSProbe(addr, e2e.Zone, dns.TypeSOA))
 	return addr
@@ -137,7 +137,7 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 			})
 			answers(ctx, t, d.listen, host, lb, "0. no target yet: the public answer")
 
-			ip, err := e2e.CreateTarget(ctx, cp, target)
+			ip, err := e2e.CreateDistributionTarget(ctx, cp, target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestActivationOffLeavesTheCorefileAsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow) })
-	if _, err := e2e.CreateTarget(ctx, cp, target); err != nil {
+	if _, err := e2e.CreateDistributionTarget(ctx, cp, target); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e2e.DeleteTarget(context.Background(), cp, target) })

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -108,39 +107,10 @@ func splitHostPort(hostport string) (string, string) {
 	return hostport[:i], hostport[i+1:]
 }
 
-// Target keys (DESIGN.md, "Targets").
-const (
-	TargetLabel                    = "hairpin.coredns-hairpin.io/target"
-	TargetZonesAnnotation          = "hairpin.coredns-hairpin.io/zones"
-	TargetIngressClassesAnnotation = "hairpin.coredns-hairpin.io/ingress-classes"
-)
-
-// CreateTarget creates a target Service in ProxyNamespace: the target
-// label, zones Zone, Ingress class nginx, ports 80 and 443. It returns the
-// ClusterIP the API server gave it (from harness.ServiceCIDR).
-func CreateTarget(ctx context.Context, cp *harness.ControlPlane, name string) (netip.Addr, error) {
-	if err := EnsureNamespace(ctx, cp, ProxyNamespace); err != nil {
-		return netip.Addr{}, err
-	}
-	svc, err := cp.Clientset.CoreV1().Services(ProxyNamespace).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   name,
-			Labels: map[string]string{TargetLabel: ""},
-			Annotations: map[string]string{
-				TargetZonesAnnotation:          Zone,
-				TargetIngressClassesAnnotation: "nginx",
-			},
-		},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}, {Name: "https", Port: 443}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("create target %s/%s: %w", ProxyNamespace, name, err)
-	}
-	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
-	if err != nil || !harness.ServiceCIDR.Contains(ip) {
-		return netip.Addr{}, fmt.Errorf("target %s ClusterIP %q is not in %s (%v)", name, svc.Spec.ClusterIP, harness.ServiceCIDR, err)
-	}
-	return ip, nil
+// CreateDistributionTarget creates the target the distribution tests use:
+// zones Zone, Ingress class nginx, port 80 to the proxy's port 8080.
+func CreateDistributionTarget(ctx context.Context, cp *harness.ControlPlane, name string) (netip.Addr, error) {
+	return CreateTarget(ctx, cp, name, 8080, map[string]string{ZonesAnnotation: Zone, IngressClassesAnnotation: "nginx"})
 }
 
 // DeleteTarget deletes the target Service name.

@@ -142,19 +142,23 @@ func (c *coreDNS) expect(t *testing.T, want dnsExpectation) {
 		t.Errorf("%v", err)
 		return
 	}
-	var as []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			as = append(as, a.A.String())
-		}
-	}
-	got := strings.Join(as, ",")
+	got := strings.Join(aRecords(r), ",")
 	if want.a != "" && (r.Rcode != want.rcode || got != want.a) {
 		t.Errorf("A %s: %s %q; want %s %q", want.name, dns.RcodeToString[r.Rcode], got, dns.RcodeToString[want.rcode], want.a)
 	}
 	if want.a == "" && got != "" {
 		t.Errorf("A %s: answered %q; want no hairpin answer (rcode %s)", want.name, got, dns.RcodeToString[r.Rcode])
 	}
+}
+
+// aRecords is harness.ARecords as strings, the form of this package's
+// expectations.
+func aRecords(r *dns.Msg) []string {
+	var as []string
+	for _, a := range harness.ARecords(r) {
+		as = append(as, a.String())
+	}
+	return as
 }
 
 // TestLocalCorefileRewritesEveryListener is a table test of the rewrite,
