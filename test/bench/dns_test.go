@@ -57,7 +57,10 @@ func startCoreDNS(t *testing.T, bin string, spec coreDNSSpec) *coreDNS {
 	}
 	dir := t.TempDir()
 	s.corefile = harness.WriteFile(t, dir, "Corefile", spec.body(ip, s.port, s.readyAddr, s.pprofAddr))
-	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile)
+	// Activation off: each case measures the Corefile exactly as written
+	// (the rewrite cases hold kubernetes; activation_test.go measures
+	// activation on its own).
+	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile, "-hairpin.activate=false")
 	return s
 }
 

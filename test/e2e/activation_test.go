@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,9 +95,10 @@ func answers(ctx context.Context, t *testing.T, server, host string, want netip.
 	wantAddrs(t, what, digA(ctx, t, server, host), want)
 }
 
-// reloadLine is the reload plugin's startup lines: one per (re)start of
-// the server instance, each with the SHA512 of the configuration it runs.
-var reloadLine = regexp.MustCompile(`plugin/reload: Running configuration SHA512 = ([0-9a-f]+)`)
+// reloaded is what caddy logs at the end of a successful restart with a
+// newly loaded Corefile (SIGUSR1, or the reload plugin seeing a change); a
+// failed restart keeps the old instance and does not log it.
+const reloaded = "[INFO] Reloading complete"
 
 // TestActivationOnDistributionCorefiles: for each Corefile a distribution
 // ships, unchanged but for pointing it at loopback (e2e.LocalCorefile), our
@@ -153,10 +153,10 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 			if err := d.proc.Signal(syscall.SIGUSR1); err != nil {
 				t.Fatal(err)
 			}
-			shas := waitReloaded(ctx, t, d.proc)
-			if shas[0] != shas[1] {
-				t.Errorf("the reloaded configuration (SHA512 %s…) is not the activated one the server started with (%s…)", shas[1][:16], shas[0][:16])
-			}
+			waitReloaded(ctx, t, d.proc)
+			// The old instance is stopped now: the answer comes from the
+			// configuration loaded again from the stock Corefile, which has
+			// hairpin only if the loader activated it again.
 			answers(ctx, t, d.listen, host, ip, "2. after the stock Corefile is reloaded: still the target")
 
 			if err := e2e.DeleteTarget(ctx, cp, target); err != nil {
@@ -201,25 +201,21 @@ func TestActivationOffLeavesTheCorefileAsWritten(t *testing.T) {
 
 var deleteNow = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 
-// waitReloaded waits for the second server start after a reload and returns
-// the configuration SHA512 of the first start and of the reloaded one.
-func waitReloaded(ctx context.Context, t *testing.T, p *harness.Process) [2]string {
+// waitReloaded waits until the server has restarted with the Corefile
+// loaded again.
+func waitReloaded(ctx context.Context, t *testing.T, p *harness.Process) {
 	t.Helper()
 	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	var shas [2]string
 	err := harness.Poll(wait, func(context.Context) error {
-		m := reloadLine.FindAllStringSubmatch(p.Output(), -1)
-		if len(m) < 2 {
-			return fmt.Errorf("%d server starts logged, want 2", len(m))
+		if !strings.Contains(p.Output(), reloaded) {
+			return fmt.Errorf("no %q in the log yet", reloaded)
 		}
-		shas = [2]string{m[0][1], m[len(m)-1][1]}
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("reload: %v\n%s", err, p.Output())
 	}
-	return shas
 }
 
 // targetIP returns the ClusterIP of target Service name.
