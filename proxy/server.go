@@ -33,10 +33,10 @@ type Server struct {
 	mu        sync.Mutex
 	conns     map[*clientConn]struct{}
 	work      chan *clientConn // to idle setup workers; see dispatch
-	started   bool        // Start was called (or Shutdown ran first)
-	running   bool        // Start succeeded
-	accepting bool        // false once the listeners begin to close
-	stopping  atomic.Bool // /readyz fails from here on
+	started   bool             // Start was called (or Shutdown ran first)
+	running   bool             // Start succeeded
+	accepting bool             // false once the listeners begin to close
+	stopping  atomic.Bool      // /readyz fails from here on
 
 	connWG sync.WaitGroup // one per clientConn handler
 	bgWG   sync.WaitGroup // accept loops, checkers, summariser
