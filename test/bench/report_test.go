@@ -130,8 +130,18 @@ func markdown(r *Results, failed bool) string {
 		e := r.ProxyExtra
 		p("| %s | %v | %v | %v | %v |\n", name, e[name+"_keepalive_cpu_us_per_req"], e[name+"_conn_per_req_cpu_us_per_req"], e[name+"_latency_cpu_us_per_req"], e[name+"_bulk_ms_per_GB_cpu"])
 	}
-	if la, ok := r.ProxyExtra["loadavg"]; ok {
-		p("\nLoad average (1, 5, 15 min) at the start and end of the proxy phase: %v.\n", la)
+	// []string from this run, []any when read back from results.json.
+	var la []any
+	switch v := r.ProxyExtra["loadavg"].(type) {
+	case []string:
+		for _, s := range v {
+			la = append(la, s)
+		}
+	case []any:
+		la = v
+	}
+	if len(la) == 2 {
+		p("\nLoad average (1, 5, 15 min) on this 2-core machine: %v at the start of the proxy phase, %v at its end.\n", la[0], la[1])
 	}
 	if run, ok := r.ProxyExtra["run"]; ok {
 		p("\n%v\n", run)
