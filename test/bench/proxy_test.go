@@ -95,7 +95,7 @@ frontend fe
 backend be
     server s1 %s send-proxy
 `, runtime.GOMAXPROCS(0), addr, upstream)
-	path := writeFile(t, t.TempDir(), "haproxy.cfg", conf)
+	path := harness.WriteFile(t, t.TempDir(), "haproxy.cfg", conf)
 	proc := harness.StartProcess(t, "haproxy", haproxyPath, "-db", "-f", path)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
