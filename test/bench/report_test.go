@@ -129,6 +129,28 @@ func markdown(r *Results, failed bool) string {
 		r.ProxyExtra["ours_rps_keepalive_runs"], r.ProxyExtra["haproxy_rps_keepalive_runs"], r.ProxyExtra["direct_rps_keepalive_runs"],
 		r.ProxyExtra["ours_cps_runs"], r.ProxyExtra["haproxy_cps_runs"], r.ProxyExtra["direct_cps_runs"],
 		r.ProxyExtra["ours_mbps_runs"], r.ProxyExtra["haproxy_mbps_runs"], r.ProxyExtra["direct_mbps_runs"])
+	p("\nCPU time of the proxy process (user + system, /proc/PID/stat) per unit of work, medians; unlike req/s it barely moves when other work shares the machine:\n\n")
+	p("| path | µs per keep-alive request | µs per new connection | µs per request (c1) | ms per GB bulk |\n|---|---:|---:|---:|---:|\n")
+	for _, name := range []string{"ours", "haproxy"} {
+		e := r.ProxyExtra
+		p("| %s | %v | %v | %v | %v |\n", name, e[name+"_keepalive_cpu_us_per_req"], e[name+"_conn_per_req_cpu_us_per_req"], e[name+"_latency_cpu_us_per_req"], e[name+"_bulk_ms_per_GB_cpu"])
+	}
+	// []string from this run, []any when read back from results.json.
+	var la []any
+	switch v := r.ProxyExtra["loadavg"].(type) {
+	case []string:
+		for _, s := range v {
+			la = append(la, s)
+		}
+	case []any:
+		la = v
+	}
+	if len(la) == 2 {
+		p("\nLoad average (1, 5, 15 min) on this 2-core machine: %v at the start of the proxy phase, %v at its end.\n", la[0], la[1])
+	}
+	if run, ok := r.ProxyExtra["run"]; ok {
+		p("\n%v\n", run)
+	}
 	b.WriteString(scaleDetail(r))
 	return b.String()
 }
