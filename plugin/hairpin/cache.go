@@ -54,6 +54,32 @@ func newHostCache(c *clients, s settings) *hostCache {
 	return hc
 }
 
+// start begins watching and returns at once; it makes no network call. The
+// gate opens the cache when every required kind has synced, or at
+// startup_timeout.
+func (hc *hostCache) start() error {
+	if err := hc.watchIngresses(); err != nil {
+		return err
+	}
+	if err := hc.watchTargets(); err != nil {
+		return err
+	}
+	for _, f := range hc.watches.factories {
+		f.Start(hc.stopCh)
+	}
+	kinds := hc.kinds // the Gateway API kinds wait for their own sync
+	hc.mu.Lock()
+	hc.ensureGatewayWatchesLocked()
+	hc.mu.Unlock()
+	hc.wg.Add(2 + len(kinds))
+	for _, k := range kinds {
+		go k.waitSynced()
+	}
+	go hc.publishLoop()
+	go hc.gate()
+	return nil
+}
+
 // explicitTarget is the one target of `proxy` or `proxy_ip`, or nil when
 // targets are discovered. It selects what ingress_class and gateway_class
 // name (every Ingress class when ingress_class is not given), inside the

@@ -26,9 +26,9 @@ func restConfig(s settings) (*rest.Config, error) {
 		err error
 	)
 	path := s.kubeconfig
-	if path == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
-		// Outside a cluster, a bare (or image-activated) hairpin follows
-		// $KUBECONFIG, as kubectl does.
+	if path == "" {
+		// A bare (or image-activated) hairpin follows $KUBECONFIG when it
+		// is set, as kubectl does, and the in-cluster account otherwise.
 		path = os.Getenv("KUBECONFIG")
 	}
 	if path == "" {

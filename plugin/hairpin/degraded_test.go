@@ -2,10 +2,12 @@ package hairpin
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
@@ -89,23 +92,21 @@ func TestGatewayRecreatedDuringWatchGapIsApplied(t *testing.T) {
 	hc := newHostCache(nil, settings{zones: []string{"example.com."}, proxyIPs: ips("127.77.0.10"), gatewayClasses: []string{"*"}, labels: labels.Everything()})
 	hc.gateway.applied = map[string]specVersion{}
 	hc.gateway.routeGWs = map[string][]string{}
-	first := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID("uid-1"), generation: 1},
-		listeners: []gw.Listener{listener("https", "old.example.com", "")}}
-	hc.mu.Lock()
-	hc.onGatewayLocked(first, time.Now())
-	hc.mu.Unlock()
-	hc.publish()
-	wantServed(t, hc, "old.example.com.")
-
+	// The same Gateway as a relist sees it: generation 1, by UID.
+	relisted := func(uid, host string) {
+		t.Helper()
+		g := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID(uid), generation: 1},
+			listeners: []gw.Listener{listener("https", host, "")}}
+		hc.mu.Lock()
+		hc.onGatewayLocked(g, time.Now())
+		hc.mu.Unlock()
+		hc.publish()
+		wantServed(t, hc, host+".")
+	}
+	relisted("uid-1", "old.example.com")
 	// Deleted and recreated while the watch was down: the relist shows a
 	// new object with generation 1 again and no delete event.
-	second := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID("uid-2"), generation: 1},
-		listeners: []gw.Listener{listener("https", "new.example.com", "")}}
-	hc.mu.Lock()
-	hc.onGatewayLocked(second, time.Now())
-	hc.mu.Unlock()
-	hc.publish()
-	wantServed(t, hc, "new.example.com.")
+	relisted("uid-2", "new.example.com")
 }
 
 func TestPublishAndStoreAreOneStep(t *testing.T) {
@@ -135,5 +136,53 @@ func TestPublishAndStoreAreOneStep(t *testing.T) {
 	}
 	if exact, _ := hc.index().size(); exact != 2000 {
 		t.Fatalf("%d hosts served, want 2000", exact)
+	}
+}
+
+// captureSink records klog lines, as the kubernetes plugin's sink (set after
+// ours, whatever the directive order) would print them.
+type captureSink struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *captureSink) Init(logr.RuntimeInfo)          {}
+func (s *captureSink) Enabled(int) bool               { return true }
+func (s *captureSink) WithValues(...any) logr.LogSink { return s }
+func (s *captureSink) WithName(string) logr.LogSink   { return s }
+func (s *captureSink) Info(_ int, msg string, _ ...any) {
+	s.mu.Lock()
+	s.lines = append(s.lines, msg)
+	s.mu.Unlock()
+}
+func (s *captureSink) Error(err error, msg string, _ ...any) {
+	s.mu.Lock()
+	s.lines = append(s.lines, fmt.Sprintf("%s: %v", msg, err))
+	s.mu.Unlock()
+}
+
+func TestWatchFailuresAreOursNotKlogs(t *testing.T) {
+	sink := &captureSink{}
+	klog.SetLogger(logr.New(sink))
+	t.Cleanup(klog.ClearLogger)
+
+	kube := fake.NewClientset()
+	forbid(&kube.Fake, "networking.k8s.io", "ingressclasses")
+	s := settings{zones: []string{"example.com."}, labels: labels.Everything(), proxyIPs: ips("127.77.0.10"),
+		ingressClasses: []string{"nginx"}, startupTimeout: 100 * time.Millisecond}
+	hc := newHostCache(&clients{kube: kube}, s)
+	if err := hc.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hc.stop)
+	eventually(t, "two forbidden lists counted", func() bool {
+		return testutil.ToFloat64(watchErrors.WithLabelValues(hc.id, "ingressclass", "forbidden")) >= 2
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for _, l := range sink.lines {
+		if strings.Contains(l, "ingressclasses") || strings.Contains(l, "IngressClass") {
+			t.Errorf("a watch failure went through klog, where another plugin's sink prints every retry: %q", l)
+		}
 	}
 }

@@ -26,6 +26,7 @@ type Hairpin struct {
 
 	ttl   uint32
 	cache atomic.Pointer[hostCache] // set in OnStartup; nil before
+	inert atomic.Bool               // no API client: pass-through and Ready
 }
 
 // Name implements plugin.Handler.

@@ -8,6 +8,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 var (
@@ -82,7 +84,7 @@ func TestExactHostWinsOverWildcard(t *testing.T) {
 	} {
 		rec := dnstest.NewRecorder(&test.ResponseWriter{})
 		h.ServeDNS(context.Background(), rec, test.Case{Qname: qname, Qtype: dns.TypeA}.Msg())
-		if len(rec.Msg.Answer) != 1 || rec.Msg.Answer[0].(*dns.A).A.String() != want {
+		if got := harness.ARecords(rec.Msg); len(got) != 1 || len(rec.Msg.Answer) != 1 || got[0].String() != want {
 			t.Errorf("%s: got %v, want A %s", qname, rec.Msg.Answer, want)
 		}
 	}

@@ -5,6 +5,9 @@ package hairpin
 // first. A kind that cannot be listed must not take CoreDNS out of the
 // Service endpoints: the plugin is an add-on, the cluster's DNS is not.
 func (h *Hairpin) Ready() bool {
+	if h.inert.Load() {
+		return true
+	}
 	hc := h.cache.Load()
 	return hc != nil && hc.serving()
 }

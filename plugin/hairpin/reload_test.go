@@ -2,7 +2,6 @@ package hairpin
 
 import (
 	"fmt"
-	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,6 +15,8 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // useFakeClients makes setup hand out fake clientsets over objs.
@@ -42,14 +43,11 @@ func registerDirective(t *testing.T) {
 	}
 }
 
+// freeLoopbackPort is a port free for both TCP and UDP on 127.0.0.1: a DNS
+// server binds both.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return harness.FreePort(t, "127.0.0.1")
 }
 
 // twoBlocks is a Corefile with two server blocks whose hairpin settings are

@@ -83,12 +83,23 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	h := &Hairpin{Zones: s.zones, ttl: s.ttl}
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		h.Next = next
+		return h
+	})
 	newClient, err := newClientFactory(s)
 	if err != nil {
-		return plugin.Error(pluginName, err)
+		if s.kubeconfig != "" {
+			return plugin.Error(pluginName, err) // the Corefile names a bad kubeconfig
+		}
+		// A bare hairpin line, as image-only activation adds it, must never
+		// stop CoreDNS: without an API client it stays inert.
+		h.inert.Store(true)
+		log.Errorf("inert, every query passes through: %v", err)
+		return nil
 	}
 
-	h := &Hairpin{Zones: s.zones, ttl: s.ttl}
 	var lease *cacheLease
 	owner := instanceToken(c)
 	// caddy discards an instance whose servers fail to start without
@@ -105,7 +116,12 @@ func setup(c *caddy.Controller) error {
 			return newHostCache(client, s), nil
 		})
 		if err != nil {
-			return plugin.Error(pluginName, err)
+			if s.kubeconfig != "" {
+				return plugin.Error(pluginName, err)
+			}
+			h.inert.Store(true)
+			log.Errorf("inert, every query passes through: %v", err)
+			return nil
 		}
 		h.cache.Store(lease.cache)
 		lease.cache.waitOpen(s.startupTimeout)
@@ -117,11 +133,6 @@ func setup(c *caddy.Controller) error {
 			lease = nil
 		}
 		return nil
-	})
-
-	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
-		h.Next = next
-		return h
 	})
 	return nil
 }

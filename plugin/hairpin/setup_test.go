@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
 )
 
 func TestParseGoodStanzas(t *testing.T) {
@@ -142,5 +143,26 @@ func TestSetupWithMissingKubeconfigFails(t *testing.T) {
 	err := setup(c)
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/kubeconfig") {
 		t.Fatalf("setup error = %v, want it to name the kubeconfig path", err)
+	}
+}
+
+func TestBareStanzaWithoutAPIClientIsInertNotFatal(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	c := caddy.NewTestController("dns", "hairpin")
+	c.ServerBlockKeys = []string{".:53"}
+	if err := setup(c); err != nil {
+		t.Fatalf("a bare hairpin outside a cluster stopped startup: %v", err)
+	}
+	plugins := dnsserver.GetConfig(c).Plugin
+	if len(plugins) != 1 {
+		t.Fatalf("%d plugins registered, want the hairpin handler", len(plugins))
+	}
+	h, ok := plugins[0](nil).(*Hairpin)
+	if !ok {
+		t.Fatal("no hairpin handler registered")
+	}
+	if !h.Ready() {
+		t.Error("an inert hairpin is not Ready")
 	}
 }

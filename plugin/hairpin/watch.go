@@ -17,32 +17,6 @@ type watches struct {
 	classes   cache.SharedIndexInformer // nil when no target filters by class
 }
 
-// start begins watching and returns at once; it makes no network call. The
-// gate opens the cache when every required kind has synced, or at
-// startup_timeout.
-func (hc *hostCache) start() error {
-	if err := hc.watchIngresses(); err != nil {
-		return err
-	}
-	if err := hc.watchTargets(); err != nil {
-		return err
-	}
-	for _, f := range hc.watches.factories {
-		f.Start(hc.stopCh)
-	}
-	kinds := hc.kinds // the Gateway API kinds wait for their own sync
-	hc.mu.Lock()
-	hc.ensureGatewayWatchesLocked()
-	hc.mu.Unlock()
-	hc.wg.Add(2 + len(kinds))
-	for _, k := range kinds {
-		go k.waitSynced()
-	}
-	go hc.publishLoop()
-	go hc.gate()
-	return nil
-}
-
 // newFactory is an informer factory for one namespace ("" for all) whose
 // objects are slimmed by transform and, when the labels option is set,
 // filtered by the server.

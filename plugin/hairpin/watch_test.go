@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 func ingress(ns, name, class string, hosts ...string) *networking.Ingress {
@@ -98,13 +100,7 @@ func served(hc *hostCache) []string {
 // eventually polls cond until it holds or 5 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	harness.Eventually(t, 5*time.Second, what, cond)
 }
 
 func wantServed(t *testing.T, hc *hostCache, want ...string) {

@@ -182,14 +182,20 @@ func TestBench(t *testing.T) {
 		t.Skipf("benchmarks run only with %s=1 (make bench)", EnvBench)
 	}
 	cfg := newConfig()
-	for _, tool := range []string{"dnsperf", "wrk", "haproxy", "curl"} {
+	only := phases(os.Getenv(EnvOnly))
+	proxyOnly := only != nil && len(only) == 1 && only["proxy"]
+	tools := []string{"dnsperf", "wrk", "haproxy", "curl"}
+	if proxyOnly {
+		tools = tools[1:]
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is missing (make bench installs dnsperf, wrk, haproxy, nginx): %v", tool, err)
 		}
 	}
-	bin := map[string]string{
-		"coredns": harness.RequireBinary(t, "coredns"),
-		"proxy":   harness.RequireBinary(t, "hairpin-proxy"),
+	bin := map[string]string{"proxy": harness.RequireBinary(t, "hairpin-proxy")}
+	if !proxyOnly {
+		bin["coredns"] = harness.RequireBinary(t, "coredns")
 	}
 	start := time.Now()
 	res := &Results{
@@ -209,7 +215,6 @@ func TestBench(t *testing.T) {
 	if cfg.quick {
 		res.Command = "BENCH_QUICK=1 " + Command
 	}
-	only := phases(os.Getenv(EnvOnly))
 	kept := only != nil && !cfg.quick && keepPrevious(t, res)
 	t.Logf("bench: %s, quick=%v, reps=%d, objects=%d", res.Machine, cfg.quick, cfg.reps, cfg.objects)
 
@@ -420,13 +425,4 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

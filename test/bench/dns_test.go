@@ -56,8 +56,11 @@ func startCoreDNS(t *testing.T, bin string, spec coreDNSSpec) *coreDNS {
 		s.pprofAddr = harness.FreeAddr(t, "127.0.0.1")
 	}
 	dir := t.TempDir()
-	s.corefile = writeFile(t, dir, "Corefile", spec.body(ip, s.port, s.readyAddr, s.pprofAddr))
-	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile)
+	s.corefile = harness.WriteFile(t, dir, "Corefile", spec.body(ip, s.port, s.readyAddr, s.pprofAddr))
+	// Activation off: each case measures the Corefile exactly as written
+	// (the rewrite cases hold kubernetes; activation_test.go measures
+	// activation on its own).
+	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile, "-hairpin.activate=false")
 	return s
 }
 
@@ -80,14 +83,9 @@ func answers(ctx context.Context, addr, name, ip string) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	var got []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			got = append(got, a.A.String())
-		}
-	}
+	got := harness.ARecords(r)
 	desc := fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], got)
-	return r.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0] == ip, desc, nil
+	return r.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0].String() == ip, desc, nil
 }
 
 // checkAnswers queries a sample of hosts (first, last, random ones) and fails
@@ -203,7 +201,7 @@ func queryFile(t *testing.T, dir string, n int, host func(int) string) string {
 		b.WriteString(name)
 		b.WriteString(" A\n")
 	}
-	return writeFile(t, dir, fmt.Sprintf("queries-%d.txt", n), b.String())
+	return harness.WriteFile(t, dir, fmt.Sprintf("queries-%d.txt", n), b.String())
 }
 
 // benchDNS measures dnsperf throughput of the three Corefiles at the small
@@ -232,7 +230,7 @@ func benchDNS(t *testing.T, cfg config, bin map[string]string, k *kube, res *Res
 				fmt.Fprintf(&hosts, "%s %s\n", k.proxyIP, dnsHost(i))
 				fmt.Fprintf(&rewrites, "    rewrite name exact %s %s.%s.svc.cluster.local\n", dnsHost(i), proxyName, proxyNS)
 			}
-			hostsFile := writeFile(t, dir, "hosts", hosts.String())
+			hostsFile := harness.WriteFile(t, dir, "hosts", hosts.String())
 			// At the large size, also the configuration of DESIGN.md's
 			// figure: two rules per Ingress (a second host each, never
 			// queried, interleaved), so a query scans twice as many rules.

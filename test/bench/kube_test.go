@@ -61,6 +61,7 @@ func benchKube(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	if !t.Run("dns", func(t *testing.T) { benchDNS(t, cfg, bin, k, res) }) {
 		return
 	}
+	t.Run("dns_activation", func(t *testing.T) { benchActivation(t, cfg, bin, k, res) }) // activation_test.go
 	t.Run("cleanup_dns_objects", func(t *testing.T) {
 		start := time.Now()
 		if err := k.deleteAll(t.Context(), dnsNS); err != nil {

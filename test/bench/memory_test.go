@@ -15,6 +15,8 @@ import (
 	"github.com/miekg/dns"
 	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // hairpinSpec is the memory/propagation Corefile: hairpin answering
@@ -197,8 +199,8 @@ func benchPropagation(t *testing.T, cfg config, bin map[string]string, k *kube, 
 		if err != nil {
 			return false
 		}
-		for _, rr := range r.Answer {
-			if a, ok := rr.(*dns.A); ok && r.Rcode == dns.RcodeSuccess && a.A.String() == k.proxyIP {
+		for _, a := range harness.ARecords(r) {
+			if r.Rcode == dns.RcodeSuccess && a.String() == k.proxyIP {
 				return true
 			}
 		}

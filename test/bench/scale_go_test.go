@@ -68,7 +68,7 @@ func benchScaleGo(t *testing.T, cfg config, res *Results) {
 			runs[key] = append(runs[key], cpu)
 			wall[key] = append(wall[key], ns)
 		}
-		t.Logf("bench: scale go rep %d: %v, load %s", rep, runs, loadavg())
+		t.Logf("bench: scale go rep %d: %v, load %s", rep, runs, loadAvg())
 	}
 	for key, xs := range runs {
 		res.ScaleExtra["go_ns_runs_"+key] = roundAll(xs, 0)

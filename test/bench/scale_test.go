@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,10 +96,10 @@ func benchScale(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	res.ScaleExtra = map[string]any{}
 	res.ScaleExtra["date"] = time.Now().UTC().Format(time.RFC3339)
 	res.ScaleExtra["machine"] = machine()
-	res.ScaleExtra["loadavg_start"] = loadavg()
+	res.ScaleExtra["loadavg_start"] = loadAvg()
 	start := time.Now()
 	defer func() {
-		res.ScaleExtra["loadavg_end"] = loadavg()
+		res.ScaleExtra["loadavg_end"] = loadAvg()
 		res.ScaleExtra["duration_s"] = round(time.Since(start).Seconds(), 1)
 	}()
 
@@ -135,7 +133,7 @@ func benchScale(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		res.ScaleExtra["create_s"] = round(d.Seconds(), 1)
 		res.ScaleExtra["create_per_s"] = round(float64(cfg.scaleIngresses)/d.Seconds(), 0)
 		t.Logf("bench: scale: created %d Ingresses over %d tenants in %s (%.0f/s), load %s",
-			cfg.scaleIngresses, cfg.scaleTargets, d.Round(time.Millisecond), float64(cfg.scaleIngresses)/d.Seconds(), loadavg())
+			cfg.scaleIngresses, cfg.scaleTargets, d.Round(time.Millisecond), float64(cfg.scaleIngresses)/d.Seconds(), loadAvg())
 	}) {
 		return
 	}
@@ -208,13 +206,11 @@ func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metri
 				return err
 			}
 			allS = time.Since(start).Seconds()
-			if c, err := cpuSeconds(s.proc.Cmd.Process.Pid); err == nil {
-				cpuS = c
-			}
+			cpuS = cpuSeconds(s.proc.Cmd.Process.Pid)
 			return checkTargets(ctx, s, e.cfg.scaleIngresses, e.host, func(i int) string { return e.ips[e.tenantOf(i)] })
 		})
 		rss, ready, all, cpu, heap = append(rss, m.rss), append(ready, m.syncS), append(all, allS), append(cpu, cpuS), append(heap, m.heapInuse)
-		t.Logf("bench: scale: rep %d: ready %.3f s, all %d hosts served %.3f s (coredns CPU %.2f s), RSS %.1f MiB, load %s", rep, m.syncS, want, allS, cpuS, m.rss, loadavg())
+		t.Logf("bench: scale: rep %d: ready %.3f s, all %d hosts served %.3f s (coredns CPU %.2f s), RSS %.1f MiB, load %s", rep, m.syncS, want, allS, cpuS, m.rss, loadAvg())
 	}
 	res.Scale.RSS = round(median(rss), 1)
 	res.Scale.ExtraRSS = round(res.Scale.RSS-res.Scale.RSS0, 1)
@@ -296,7 +292,7 @@ func (e *scaleEnv) benchDNS(t *testing.T, bin string, res *Results) {
 			if bad := r.Completed - r.Rcodes["NOERROR"]; bad != 0 || r.Lost*100 > r.Sent {
 				t.Fatalf("%s: %d answers not NOERROR (%v), %d of %d lost", s.name, bad, r.Rcodes, r.Lost, r.Sent)
 			}
-			t.Logf("bench: scale dns %-11s rep %d: %8.0f qps, p50 %5.0f us, p99 %5.0f us, load %s", s.name, rep, r.QPS, r.P50US, r.P99US, loadavg())
+			t.Logf("bench: scale dns %-11s rep %d: %8.0f qps, p50 %5.0f us, p99 %5.0f us, load %s", s.name, rep, r.QPS, r.P50US, r.P99US, loadAvg())
 			qps[s], p99[s] = append(qps[s], r.QPS), append(p99[s], r.P99US)
 		}
 	}
@@ -498,40 +494,5 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	}
 	res.ScaleExtra["prop_method"] = fmt.Sprintf("%d changes at %d/s, open loop, cycling create / rename host / move to another target's class; clock from just before the API call to the first A answer with the right target's address; UDP poll every ~1 ms; %d Ingresses present", e.cfg.scaleChanges, e.cfg.scaleRate, n)
 	t.Logf("bench: scale propagation: %d changes at %.1f/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (API call p50 %.1f ms); plugin histogram p99 ≤ %v ms over %v events; load %s",
-		len(all), rate, res.Scale.PropP50, res.Scale.PropP99, percentile(all, 100), percentile(api, 50), res.ScaleExtra["plugin_delay_p99_le_ms"], res.ScaleExtra["plugin_delay_events"], loadavg())
-}
-
-// cpuSeconds is the user and system CPU time of pid so far, from
-// /proc/pid/stat (fields 14 and 15, in clock ticks of 1/100 s).
-func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name may hold spaces; the fields after it may not.
-	_, rest, ok := strings.Cut(string(b), ") ")
-	f := strings.Fields(rest)
-	if !ok || len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
-	}
-	return (utime + stime) / 100, nil
-}
-
-// loadavg is /proc/loadavg's 1, 5 and 15 minute load: the machine is shared,
-// and the figures mean little without it.
-func loadavg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+		len(all), rate, res.Scale.PropP50, res.Scale.PropP99, percentile(all, 100), percentile(api, 50), res.ScaleExtra["plugin_delay_p99_le_ms"], res.ScaleExtra["plugin_delay_events"], loadAvg())
 }
