@@ -3,6 +3,7 @@ package hairpin
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -152,6 +153,9 @@ func (hc *hostCache) openUp(unsynced []string) {
 	hc.open.Store(true)
 	close(hc.openCh)
 	hc.mu.Unlock()
+	// The first lists are the peak of the cache's life; hand what they
+	// needed transiently back to the OS rather than carry it as RSS.
+	debug.FreeOSMemory()
 	exact, wild := hc.index().size()
 	if len(unsynced) > 0 {
 		log.Warningf("serving after startup_timeout %s without a full list of %v: their hosts are missing until they sync (see coredns_hairpin_kind_synced)", hc.settings.startupTimeout, unsynced)
@@ -203,6 +207,11 @@ func (hc *hostCache) publishLoop() {
 		case <-hc.stopCh:
 			return
 		case <-hc.kick:
+		}
+		// Before the cache opens nothing reads the index: the first lists
+		// (and the targets they bring) are published once, by openUp.
+		if !hc.open.Load() {
+			continue
 		}
 		hc.mu.Lock()
 		hc.publishLocked()

@@ -87,12 +87,7 @@ func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *f
 func served(hc *hostCache) []string {
 	ix := hc.index()
 	var out []string
-	for h := range ix.exact {
-		out = append(out, h)
-	}
-	for h := range ix.wildcard {
-		out = append(out, "*."+h)
-	}
+	ix.each(func(h string, _ *target) { out = append(out, h) })
 	slices.Sort(out)
 	return out
 }
