@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -32,9 +33,10 @@ var ErrNotEstablished = errors.New("socket not established")
 
 // Result is what a pair did.
 type Result struct {
-	Reason     string // one of the Reason constants, or what Abort was given
-	ToUpstream uint64 // payload bytes the kernel moved client -> upstream
-	ToClient   uint64 // payload bytes the kernel moved upstream -> client
+	Reason     string  // one of the Reason constants, or what Abort was given
+	ToUpstream uint64  // payload bytes moved client -> upstream
+	ToClient   uint64  // payload bytes moved upstream -> client
+	Held       [2]bool // per direction (client's, upstream's): relayed in userspace after a hold
 }
 
 // Pair is one client/upstream connection relayed by the kernel.
@@ -52,11 +54,16 @@ type Pair struct {
 	done   chan struct{}
 }
 
-// side is one socket of a pair.
+// side is one socket of a pair, and the direction it is the source of.
 type side struct {
 	conn   *net.TCPConn
 	cookie uint64
 	base   uint64 // written() when the pair was inserted
+
+	held      atomic.Bool   // its segments stay on it, for userspace (flow.go)
+	seen      uint64        // redirected count at the last sweep; the sweeper's
+	userBytes atomic.Uint64 // bytes relayed in userspace once held
+	userLast  atomic.Uint64 // CLOCK_MONOTONIC of the last of those
 }
 
 // Splice hands client and upstream to the kernel. From its return on, each
@@ -158,24 +165,28 @@ func (r *Relay) deleteEntries(cookies ...uint64) {
 	for _, k := range cookies {
 		_ = r.peers.Delete(k)
 		_ = r.counters.Delete(k)
+		_ = r.hold.Delete(k)
 	}
 }
 
 // watch waits for the end of one direction: src's EOF, forwarded as a
 // half-close of dst once the kernel has written all it redirected.
-// The verdict program takes every segment, so the read returns nothing but
-// EOF or an error; data would mean a segment was kept on its socket, and
-// forwarding it now could reorder the stream, so the pair is aborted.
+// Unless the direction is held, the program takes every segment, so the
+// read returns nothing but EOF or an error; data then means the peer was
+// missing from the map, and forwarding it could reorder the stream, so the
+// pair is aborted.
 func (p *Pair) watch(from int) {
 	src, dst := &p.sides[from], &p.sides[1-from]
 	var b [512]byte
 	n, err := src.conn.Read(b[:])
-	switch {
-	case n > 0:
-		p.end(ReasonError)
-		return
-	case errors.Is(err, io.EOF):
-	default:
+	if n > 0 {
+		if !src.held.Load() {
+			p.end(ReasonError)
+			return
+		}
+		err = p.relay(src, dst, b[:n])
+	}
+	if !errors.Is(err, io.EOF) {
 		p.end(ReasonError)
 		return
 	}
@@ -192,6 +203,31 @@ func (p *Pair) watch(from int) {
 	p.mu.Unlock()
 	if both {
 		p.end(ReasonEOF)
+	}
+}
+
+// relay moves a held direction in userspace, starting with first, until
+// src's EOF (returned as io.EOF) or an error. It begins once dst has
+// accepted every byte the program redirected before the hold, so nothing
+// is reordered. Plain reads: the held segments are on the socket's BPF
+// ingress queue, which splice(2) would bypass.
+func (p *Pair) relay(src, dst *side, first []byte) error {
+	if !p.flushed(src, dst) {
+		return net.ErrClosed
+	}
+	buf := make([]byte, 64<<10)
+	b := first
+	for {
+		if _, err := dst.conn.Write(b); err != nil {
+			return err
+		}
+		src.userBytes.Add(uint64(len(b)))
+		src.userLast.Store(monoNow())
+		n, err := src.conn.Read(buf)
+		if err != nil {
+			return err
+		}
+		b = buf[:n]
 	}
 }
 
@@ -234,7 +270,7 @@ func (p *Pair) checkIdle() {
 		if err := p.r.counters.Lookup(p.sides[i].cookie, &c); err != nil {
 			return // ended
 		}
-		last = max(last, c.LastNs)
+		last = max(last, c.LastNs, p.sides[i].userLast.Load())
 	}
 	quiet := monoSince(last)
 	if quiet >= p.idle {
@@ -267,28 +303,29 @@ func (p *Pair) end(reason string) {
 	p.mu.Unlock()
 
 	toUp, toCli := p.Counts()
+	held := [2]bool{p.sides[0].held.Load(), p.sides[1].held.Load()}
 	p.r.deleteEntries(p.sides[0].cookie, p.sides[1].cookie)
 	_ = p.sides[0].conn.Close()
 	_ = p.sides[1].conn.Close()
 	p.r.remove(p)
 
 	p.mu.Lock()
-	p.result = Result{Reason: reason, ToUpstream: toUp, ToClient: toCli}
+	p.result = Result{Reason: reason, ToUpstream: toUp, ToClient: toCli, Held: held}
 	p.mu.Unlock()
 	close(p.done)
 }
 
-// Counts returns the payload bytes the kernel has redirected so far in each
-// direction. After the pair has ended it returns zeros; use Wait's Result.
+// Counts returns the payload bytes relayed so far in each direction, by
+// the kernel and, for a held direction, in userspace. After the pair has ended it returns zeros; use Wait's Result.
 func (p *Pair) Counts() (toUpstream, toClient uint64) {
-	var c counter
-	if p.r.counters.Lookup(p.sides[0].cookie, &c) == nil {
-		toUpstream = c.Bytes
+	var n [2]uint64
+	for i := range p.sides {
+		var c counter
+		if p.r.counters.Lookup(p.sides[i].cookie, &c) == nil {
+			n[i] = c.Bytes + p.sides[i].userBytes.Load()
+		}
 	}
-	if p.r.counters.Lookup(p.sides[1].cookie, &c) == nil {
-		toClient = c.Bytes
-	}
-	return toUpstream, toClient
+	return n[0], n[1]
 }
 
 // Done is closed when the pair has ended and both connections are closed.

@@ -90,17 +90,19 @@ func TestSpliceLargeTransferBothWaysIsByteExact(t *testing.T) {
 	if !bytes.Equal(sum, want2) {
 		t.Error("upstream_to_client corrupted: SHA-256 mismatch")
 	}
+	// The receivers here (hashing) are slower than the senders, so either
+	// direction may have gone over to userspace on the way (flow.go).
 	res := waitResult(t, p, 5*time.Second)
-	want := Result{Reason: ReasonEOF, ToUpstream: uint64(total), ToClient: uint64(total)}
-	if res != want {
-		t.Errorf("result %+v, want %+v", res, want)
+	if res.Reason != ReasonEOF || res.ToUpstream != uint64(total) || res.ToClient != uint64(total) {
+		t.Errorf("result %+v, want eof with %d bytes each way", res, total)
 	}
 	t.Logf("%d MiB each way in %s (%.0f MB/s per direction)", total>>20, elapsed, float64(total)/elapsed.Seconds()/1e6)
 }
 
 // TestSpliceSlowReaderIsByteExact: the upstream floods a client that reads
-// in small sips, so the kernel's sends to the client keep blocking and the
-// redirect must wait, not drop.
+// in small sips, so the kernel's sends to the client keep blocking, the
+// queue grows past its bound and the direction goes over to userspace in
+// mid-stream (flow.go): not a byte may be lost or reordered on the way.
 func TestSpliceSlowReaderIsByteExact(t *testing.T) {
 	r := openRelay(t)
 	const total = 16 << 20
@@ -129,8 +131,8 @@ func TestSpliceSlowReaderIsByteExact(t *testing.T) {
 	if n != total || !bytes.Equal(h.Sum(nil), want) {
 		t.Fatalf("client got %d bytes (want %d), digest match %v", n, total, bytes.Equal(h.Sum(nil), want))
 	}
-	if res := waitResult(t, p, 5*time.Second); res.Reason != ReasonEOF || res.ToClient != total {
-		t.Fatalf("result %+v, want eof with %d bytes to the client", res, total)
+	if res := waitResult(t, p, 5*time.Second); res.Reason != ReasonEOF || res.ToClient != total || !res.Held[1] {
+		t.Fatalf("result %+v, want eof with %d bytes to the client, the direction held", res, total)
 	}
 }
 

@@ -46,9 +46,25 @@ func countersSpec(maxEntries uint32) *ebpf.MapSpec {
 	}
 }
 
+// holdSpec marks the sockets whose segments stay on their own socket, for
+// userspace to relay: the peer fell too far behind (see flow.go).
+func holdSpec(maxEntries uint32) *ebpf.MapSpec {
+	return &ebpf.MapSpec{
+		Name:       "hairpin_hold",
+		Type:       ebpf.Hash,
+		KeySize:    8,
+		ValueSize:  8,
+		MaxEntries: maxEntries,
+	}
+}
+
 // verdictSpec is the stream verdict, in C:
 //
+//	if (skb->len == 0)
+//		return SK_DROP;        // a bare FIN: TCP has taken it already
 //	u64 key = bpf_get_socket_cookie(skb);
+//	if (bpf_map_lookup_elem(&hold, &key))
+//		return SK_PASS;        // userspace relays this direction now
 //	if (bpf_sk_redirect_hash(skb, &peers, &key, 0) != SK_PASS)
 //		return SK_PASS;        // no peer (yet, or any more): keep it here
 //	struct counter *c = bpf_map_lookup_elem(&bytes, &key);
@@ -58,10 +74,10 @@ func countersSpec(maxEntries uint32) *ebpf.MapSpec {
 //	}
 //	return SK_PASS;            // follow the redirect
 //
-// With no peer the segment stays on its own socket, where the pair's reader
-// finds it and aborts the connection: a loud reset rather than bytes
+// A segment kept on its socket is read by the pair's reader. Held, it relays
+// it; with no peer it aborts the connection, a loud reset rather than bytes
 // silently dropped or reordered.
-func verdictSpec(peers, bytes *ebpf.Map) *ebpf.ProgramSpec {
+func verdictSpec(peers, bytes, hold *ebpf.Map) *ebpf.ProgramSpec {
 	insns := asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1), // r6 = skb
 		asm.LoadMem(asm.R1, asm.R6, skbLenOff, asm.Word),
@@ -69,6 +85,12 @@ func verdictSpec(peers, bytes *ebpf.Map) *ebpf.ProgramSpec {
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.FnGetSocketCookie.Call(),
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
+
+		asm.LoadMapPtr(asm.R1, hold.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, "pass"),
 
 		asm.Mov.Reg(asm.R1, asm.R6),
 		asm.LoadMapPtr(asm.R2, peers.FD()),

@@ -1,10 +1,12 @@
 package sockmap
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -29,6 +31,14 @@ type Options struct {
 	// MaxPairs bounds the connections relayed at once; Splice fails beyond
 	// it. The maps hold two entries per connection.
 	MaxPairs int
+	// MaxQueued bounds the bytes of one direction the kernel may hold
+	// redirected but not yet accepted by the receiving socket; beyond it
+	// the direction is relayed in userspace (flow.go). 0 means
+	// DefaultMaxQueued.
+	MaxQueued int64
+	// FlowInterval is how often the queues are checked. 0 means
+	// DefaultFlowInterval.
+	FlowInterval time.Duration
 }
 
 // Relay owns the BPF maps and the verdict program. It is safe for
@@ -36,11 +46,24 @@ type Options struct {
 type Relay struct {
 	peers    *ebpf.Map // sockhash: own cookie -> peer socket
 	counters *ebpf.Map // hash: own cookie -> counter
+	hold     *ebpf.Map // hash: own cookie -> 1 while userspace relays it
 	prog     *ebpf.Program
 
-	mu     sync.Mutex
-	closed bool
-	pairs  map[*Pair]struct{}
+	maxQueued uint64
+	flowEvery time.Duration
+	stop      chan struct{}
+	swept     chan struct{} // closed when the sweeper has returned
+
+	mu      sync.Mutex
+	closed  bool
+	pairs   map[*Pair]struct{}
+	sources map[uint64]sideRef // by cookie, for the sweeper
+}
+
+// sideRef names one socket of a pair.
+type sideRef struct {
+	p    *Pair
+	from int
 }
 
 // Open creates the maps, loads the verdict program and attaches it to the
@@ -54,11 +77,22 @@ func Open(opts Options) (*Relay, error) {
 	if n > 1<<30 {
 		return nil, fmt.Errorf("sockmap: MaxPairs %d: too large", n)
 	}
+	if opts.MaxQueued < 0 || opts.FlowInterval < 0 {
+		return nil, fmt.Errorf("sockmap: MaxQueued %d, FlowInterval %s: must not be negative", opts.MaxQueued, opts.FlowInterval)
+	}
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later ones
 	// to the cgroup, and this is a no-op. Without privileges it fails
 	// whatever the kernel; then the map creation below says why.
 	memlockErr := rlimit.RemoveMemlock()
-	r := &Relay{pairs: make(map[*Pair]struct{})}
+	r := &Relay{
+		maxQueued: uint64(cmp.Or(opts.MaxQueued, DefaultMaxQueued)),
+		flowEvery: cmp.Or(opts.FlowInterval, DefaultFlowInterval),
+		stop:      make(chan struct{}),
+		swept:     make(chan struct{}),
+		pairs:     make(map[*Pair]struct{}),
+		sources:   make(map[uint64]sideRef),
+	}
+
 	var err error
 	if r.peers, err = ebpf.NewMap(sockhashSpec(uint32(2 * n))); err != nil {
 		if memlockErr != nil {
@@ -70,7 +104,11 @@ func Open(opts Options) (*Relay, error) {
 		r.closeMaps()
 		return nil, unsupported("create counter map", err)
 	}
-	if r.prog, err = ebpf.NewProgram(verdictSpec(r.peers, r.counters)); err != nil {
+	if r.hold, err = ebpf.NewMap(holdSpec(uint32(2 * n))); err != nil {
+		r.closeMaps()
+		return nil, unsupported("create hold map", err)
+	}
+	if r.prog, err = ebpf.NewProgram(verdictSpec(r.peers, r.counters, r.hold)); err != nil {
 		r.closeMaps()
 		return nil, unsupported("load SK_SKB verdict program", err)
 	}
@@ -79,6 +117,10 @@ func Open(opts Options) (*Relay, error) {
 		r.closeMaps()
 		return nil, unsupported("attach stream verdict to sockhash", err)
 	}
+	go func() {
+		defer close(r.swept)
+		r.sweep(r.stop)
+	}()
 	return r, nil
 }
 
@@ -107,6 +149,9 @@ func (r *Relay) closeMaps() {
 	if r.counters != nil {
 		_ = r.counters.Close()
 	}
+	if r.hold != nil {
+		_ = r.hold.Close()
+	}
 }
 
 // Close aborts the pairs still open with reason ReasonClosed, waits for
@@ -127,6 +172,8 @@ func (r *Relay) Close() error {
 		p.Abort(ReasonClosed)
 		<-p.Done()
 	}
+	close(r.stop)
+	<-r.swept
 	err := link.RawDetachProgram(link.RawDetachProgramOptions(r.attachOptions()))
 	_ = r.prog.Close()
 	r.closeMaps()
@@ -150,11 +197,15 @@ func (r *Relay) add(p *Pair) error {
 		return ErrClosed
 	}
 	r.pairs[p] = struct{}{}
+	r.sources[p.sides[0].cookie] = sideRef{p, 0}
+	r.sources[p.sides[1].cookie] = sideRef{p, 1}
 	return nil
 }
 
 func (r *Relay) remove(p *Pair) {
 	r.mu.Lock()
 	delete(r.pairs, p)
+	delete(r.sources, p.sides[0].cookie)
+	delete(r.sources, p.sides[1].cookie)
 	r.mu.Unlock()
 }
