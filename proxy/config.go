@@ -3,8 +3,9 @@ package proxy
 import (
 	"errors"
 	"fmt"
-	"net"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/proxy/internal/hostport"
 )
 
 // Config is the complete proxy configuration. Build one with DefaultConfig,
@@ -69,7 +70,7 @@ func DefaultConfig() Config {
 // naming the offending setting.
 func (c *Config) Validate() error {
 	if len(c.Routes) == 0 {
-		return errors.New("no routes: give at least one --route " + RouteSyntax)
+		return errors.New("no routes")
 	}
 	if c.ProxyProtocol != 1 && c.ProxyProtocol != 2 {
 		return fmt.Errorf("proxy-protocol: unknown version %d (want 1 or 2)", c.ProxyProtocol)
@@ -97,13 +98,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max-conns: negative value %d (0 means no cap)", c.MaxConns)
 	}
 	if c.HealthAddr != "" {
-		if err := checkListenAddr(c.HealthAddr); err != nil {
+		if err := hostport.CheckListen(c.HealthAddr); err != nil {
 			return fmt.Errorf("health-addr: %w", err)
 		}
 	}
 	names := map[string]bool{}
 	for i, r := range c.Routes {
-		if err := checkRoute(r); err != nil {
+		if err := r.check(); err != nil {
 			return err
 		}
 		if names[r.Name] {
@@ -111,45 +112,27 @@ func (c *Config) Validate() error {
 		}
 		names[r.Name] = true
 		for _, o := range c.Routes[:i] {
-			if listenConflict(o.Listen, r.Listen) {
+			if hostport.ListenConflict(o.Listen, r.Listen) {
 				return fmt.Errorf("route %q: listen address %s already used by route %q", r, r.Listen, o)
 			}
 		}
 		for _, o := range c.Routes {
-			if upstreamLoops(o.Listen, r.Upstream) {
+			if hostport.UpstreamLoops(o.Listen, r.Upstream) {
 				if o.Listen == r.Listen {
 					return fmt.Errorf("route %q: upstream %s is the route's own listen address", r, r.Upstream)
 				}
 				return fmt.Errorf("route %q: upstream %s is the listen address of route %q", r, r.Upstream, o)
 			}
 		}
-		if c.HealthAddr != "" && listenConflict(c.HealthAddr, r.Listen) {
+		if c.HealthAddr != "" && hostport.ListenConflict(c.HealthAddr, r.Listen) {
 			return fmt.Errorf("route %q: listen address %s collides with health-addr %s", r, r.Listen, c.HealthAddr)
 		}
 	}
 	return nil
 }
 
-// checkRoute re-validates a route that may have been built in code rather
-// than by ParseRoute.
-func checkRoute(r Route) error {
-	if err := checkListenAddr(r.Listen); err != nil {
-		return fmt.Errorf("route %q: listen address: %w", r, err)
-	}
-	if _, err := checkUpstreamAddr(r.Upstream); err != nil {
-		return fmt.Errorf("route %q: upstream: %w", r, err)
-	}
-	if r.HeaderPort < 1 || r.HeaderPort > 65535 {
-		return fmt.Errorf("route %q: header-port %d out of range 1-65535", r, r.HeaderPort)
-	}
-	if r.Name == "" {
-		return fmt.Errorf("route %q: empty name", r)
-	}
-	return nil
-}
-
-// normalize fills what ParseRoute would have defaulted for routes built in
-// code.
+// normalize fills the defaults of routes built in code: the name is the
+// listen address, the header port the upstream port.
 func (c *Config) normalize() {
 	for i := range c.Routes {
 		r := &c.Routes[i]
@@ -157,10 +140,8 @@ func (c *Config) normalize() {
 			r.Name = r.Listen
 		}
 		if r.HeaderPort == 0 {
-			if _, p, err := net.SplitHostPort(r.Upstream); err == nil {
-				if n, err := parsePort(p, false); err == nil {
-					r.HeaderPort = n
-				}
+			if p, err := hostport.CheckUpstream(r.Upstream); err == nil {
+				r.HeaderPort = p
 			}
 		}
 	}

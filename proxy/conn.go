@@ -50,14 +50,14 @@ func (c *clientConn) serve() {
 
 	hdr, err := buildHeader(c.srv.cfg.ProxyProtocol, c.conn.RemoteAddr(), c.conn.LocalAddr(), rs.HeaderPort)
 	if err != nil {
-		m.refuse(RefusedHeader)
+		m.refuse(refusedHeader)
 		log.Warn("connection refused: no valid PROXY header", "route", rs.Name, "err", err)
 		resetClose(c.conn)
 		return
 	}
-	client, ok := c.conn.(halfCloser)
+	client, ok := c.conn.(*net.TCPConn)
 	if !ok {
-		m.refuse(RefusedHeader)
+		m.refuse(refusedHeader)
 		log.Warn("connection refused: not a TCP connection", "route", rs.Name, "type", fmt.Sprintf("%T", c.conn))
 		resetClose(c.conn)
 		return
@@ -72,17 +72,17 @@ func (c *clientConn) serve() {
 		}
 		cause := classifyDialError(err)
 		m.dialError(cause)
-		m.refuse(RefusedDial)
+		m.refuse(refusedDial)
 		c.srv.dialLog.record(rs.Name, rs.Upstream, cause, err)
 		log.Debug("upstream dial failed", "route", rs.Name, "client", c.conn.RemoteAddr().String(), "cause", cause, "err", err)
 		return
 	}
-	upstream, ok := up.(halfCloser)
+	upstream, ok := up.(*net.TCPConn)
 	if !ok {
 		_ = up.Close()
 		resetClose(c.conn)
-		m.refuse(RefusedDial)
-		log.Error("upstream dialer returned a connection without CloseWrite", "route", rs.Name, "type", fmt.Sprintf("%T", up))
+		m.refuse(refusedDial)
+		log.Error("upstream dialer returned a connection that is not TCP", "route", rs.Name, "type", fmt.Sprintf("%T", up))
 		return
 	}
 
@@ -92,12 +92,12 @@ func (c *clientConn) serve() {
 	if _, err := hdr.WriteTo(upstream); err != nil {
 		_ = upstream.Close()
 		resetClose(c.conn)
-		m.close(ClosedError)
+		m.close(closedError)
 		log.Debug("writing PROXY header failed", "route", rs.Name, "err", err)
 		return
 	}
 
-	r := newRelay(client, upstream, c.srv.cfg.IdleTimeout,
+	r := newRelay(client, upstream, c.srv.copy, c.srv.cfg.IdleTimeout,
 		func(n int64) { m.bytesToUp.Add(float64(n)) },
 		func(n int64) { m.bytesToCli.Add(float64(n)) })
 	c.mu.Lock()

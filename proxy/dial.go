@@ -19,13 +19,13 @@ func classifyDialError(err error) string {
 	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &dnsErr):
-		return DialErrDNS
+		return dialErrDNS
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return DialErrRefused
+		return dialErrRefused
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), isTimeout(err):
-		return DialErrTimeout
+		return dialErrTimeout
 	default:
-		return DialErrOther
+		return dialErrOther
 	}
 }
 

@@ -8,8 +8,13 @@
 // connections reach an ingress that requires a PROXY header without one. The
 // hairpin CoreDNS plugin points those names at this proxy instead.
 //
-// The relay copies between *net.TCPConn values with io.Copy so that Linux
-// can splice(2) the payload in the kernel; idle detection and byte counting
-// are built around read deadlines and io.Copy's return values rather than
-// wrapper types that would force a user-space copy.
+// The library surface is small: a Config of Routes, New with Options, and
+// Server.Start and Server.Shutdown. The command line (flags, environment
+// twins, the --route syntax) lives in cmd/hairpin-proxy.
+//
+// Once the header is written, a connection's bytes are moved by a copyFunc,
+// one call per direction; everything around it (half-close, the idle
+// timeout, byte accounting, drain and the connection cap) belongs to the
+// relay and the server, so the byte mover can be replaced without touching
+// those semantics.
 package proxy

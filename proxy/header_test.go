@@ -159,10 +159,7 @@ func TestProxyWritesHeaderWithClientAndDialledAddress(t *testing.T) {
 
 func TestHeaderPortOverrideIsWritten(t *testing.T) {
 	up := newUpstream(t, "127.0.0.1", echo)
-	r, err := ParseRoute("127.0.0.1:0=" + up.addr() + ",header-port=443,name=r")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := Route{Name: "r", Listen: "127.0.0.1:0", Upstream: up.addr(), HeaderPort: 443}
 	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.Routes = []Route{r} }))
 	c := dialProxy(t, s, "r")
 	_ = c.CloseWrite()

@@ -7,26 +7,26 @@ import (
 
 // Label values of hairpin_proxy_connections_refused_total{reason}.
 const (
-	RefusedCap      = "cap"      // over --max-conns
-	RefusedHeader   = "header"   // no valid TCP PROXY header could be built
-	RefusedDial     = "dial"     // the upstream dial failed
-	RefusedShutdown = "shutdown" // accepted after the listeners began closing
+	refusedCap      = "cap"      // over --max-conns
+	refusedHeader   = "header"   // no valid TCP PROXY header could be built
+	refusedDial     = "dial"     // the upstream dial failed
+	refusedShutdown = "shutdown" // accepted after the listeners began closing
 )
 
 // Label values of hairpin_proxy_connections_closed_total{reason}.
 const (
-	ClosedEOF   = "eof"   // both directions finished with EOF
-	ClosedError = "error" // a read or write failed, e.g. a reset
-	ClosedIdle  = "idle"  // --idle-timeout fired
-	ClosedDrain = "drain" // still open when --drain-timeout expired
+	closedEOF   = "eof"   // both directions finished with EOF
+	closedError = "error" // a read or write failed, e.g. a reset
+	closedIdle  = "idle"  // --idle-timeout fired
+	closedDrain = "drain" // still open when --drain-timeout expired
 )
 
 // Label values of hairpin_proxy_upstream_dial_errors_total{cause}.
 const (
-	DialErrTimeout = "timeout" // no answer within --dial-timeout
-	DialErrRefused = "refused" // connection refused (nothing listening)
-	DialErrDNS     = "dns"     // the upstream name did not resolve
-	DialErrOther   = "other"   // anything else, e.g. no route to host
+	dialErrTimeout = "timeout" // no answer within --dial-timeout
+	dialErrRefused = "refused" // connection refused (nothing listening)
+	dialErrDNS     = "dns"     // the upstream name did not resolve
+	dialErrOther   = "other"   // anything else, e.g. no route to host
 )
 
 const (
@@ -139,13 +139,13 @@ func (m *metrics) forRoute(name string) *routeMetrics {
 	}
 	// Pre-create the label sets dashboards alert on, so they read 0 rather
 	// than being absent before the first event.
-	for _, r := range []string{RefusedCap, RefusedHeader, RefusedDial, RefusedShutdown} {
+	for _, r := range []string{refusedCap, refusedHeader, refusedDial, refusedShutdown} {
 		m.refused.WithLabelValues(name, r)
 	}
-	for _, c := range []string{DialErrTimeout, DialErrRefused, DialErrDNS, DialErrOther} {
+	for _, c := range []string{dialErrTimeout, dialErrRefused, dialErrDNS, dialErrOther} {
 		m.dialErrors.WithLabelValues(name, c)
 	}
-	for _, r := range []string{ClosedEOF, ClosedError, ClosedIdle, ClosedDrain} {
+	for _, r := range []string{closedEOF, closedError, closedIdle, closedDrain} {
 		m.closed.WithLabelValues(name, r)
 	}
 	return rm

@@ -2,60 +2,81 @@ package proxy
 
 import (
 	"errors"
-	"io"
 	"net"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// halfCloser is a stream that can end its write side alone. *net.TCPConn is
-// one; the relay keeps the concrete type behind this interface so io.Copy
-// still finds (*net.TCPConn).ReadFrom and Linux splices the payload.
-type halfCloser interface {
-	net.Conn
-	CloseWrite() error
-}
+// copyFunc is the seam between a connection's lifecycle and its bytes: it
+// carries one direction, src to dst, once the PROXY header is on the wire.
+// The default is spliceCopy; an in-kernel relay replaces it for both
+// directions of every connection.
+//
+// Contract:
+//   - Return nil when src reports EOF and every byte read from it has been
+//     delivered to dst; return the error when a read or write fails.
+//   - Add each byte delivered to dst to moved as it goes, or at least once
+//     per tick: the idle timeout and the byte metrics read moved and
+//     nothing else.
+//   - Return promptly once either socket is closed, whatever the state.
+//   - Never close, half-close or set deadlines on dst: the relay turns a nil
+//     return into dst.CloseWrite (half-close), an error into closing both
+//     sockets, and closes both for the idle timeout, the drain deadline and
+//     shutdown. Deadlines on src belong to the copier.
+//
+// The two directions run concurrently, each on its own goroutine.
+type copyFunc func(dst, src *net.TCPConn, moved *atomic.Int64, tick time.Duration) error
 
-// maxTick bounds how long a direction stays inside one io.Copy. Each return
-// publishes the bytes moved so far to the metrics and refreshes the shared
-// activity clock, so long transfers show up while they run.
+// maxTick bounds the relay's clock: how stale the byte metrics of a long
+// transfer may be, and how late idleness is noticed.
 const maxTick = 5 * time.Second
 
-// relay moves bytes between a client and an upstream connection.
+// relayTick is the clock period for an idle timeout; a tenth of it keeps the
+// overshoot to ~10 %.
+func relayTick(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		return maxTick
+	}
+	return min(max(idle/10, 10*time.Millisecond), maxTick)
+}
+
+// direction indexes relay.moved.
+const (
+	toUp = iota
+	toClient
+)
+
+// relay runs the two directions of one connection with copy and owns
+// everything around them: half-close, the idle timeout, byte accounting and
+// abort (idle, drain, shutdown).
 //
-// Idle detection without wrapping the conns: each direction copies with a
-// read deadline of one tick on its source. A splice only returns on that
-// deadline while its pipe is empty (the deadline is checked before the
-// kernel is asked for more data), so resuming loses nothing. On every return
-// the direction records whether it moved bytes; when a deadline fires and
-// neither direction moved anything for IdleTimeout, the relay closes both.
-// The cost is precision: idleness is noticed up to one tick late, and a
-// direction blocked writing to a peer that drains slower than one pipe
-// (up to 1 MiB) per IdleTimeout counts as idle.
-//
-// No write deadlines are ever set: a write deadline expiring mid-splice
-// would discard the data already moved into the pipe.
+// One timer per connection, not per direction, does the bookkeeping: every
+// tick it publishes the bytes moved since the last tick and, when neither
+// counter changed for the idle timeout, closes both sockets. Closing is also
+// what unblocks a direction stuck writing to a peer that stopped reading.
 type relay struct {
-	client, upstream halfCloser
+	client, upstream *net.TCPConn
+	copy             copyFunc
 	idle, tick       time.Duration
-	start            time.Time
-	lastActive       atomic.Int64 // nanoseconds since start
-	toUp, toClient   func(int64)  // byte-count sinks, called per tick
+	count            [2]func(int64) // byte-count sinks, per direction
+
+	moved     [2]atomic.Int64
+	published [2]int64 // what count has seen; touched only under tickMu
+	tickMu    sync.Mutex
+	lastMove  time.Time
+	timer     *time.Timer
 
 	abortOnce sync.Once
 	reason    atomic.Value // string: why the relay was cut short
 }
 
-func newRelay(client, upstream halfCloser, idle time.Duration, toUp, toClient func(int64)) *relay {
-	r := &relay{client: client, upstream: upstream, idle: idle, start: time.Now(), toUp: toUp, toClient: toClient}
-	r.tick = maxTick
-	if idle > 0 {
-		// A tenth of the idle timeout keeps the overshoot to ~10%.
-		r.tick = min(max(idle/10, 10*time.Millisecond), maxTick)
+func newRelay(client, upstream *net.TCPConn, copy copyFunc, idle time.Duration, toUpstream, toClientSink func(int64)) *relay {
+	return &relay{
+		client: client, upstream: upstream, copy: copy,
+		idle: idle, tick: relayTick(idle),
+		count: [2]func(int64){toUpstream, toClientSink},
 	}
-	return r
 }
 
 // abort closes both connections, unblocking any copy in progress. The first
@@ -73,92 +94,67 @@ func (r *relay) abortReason() string {
 	return s
 }
 
-func (r *relay) touch() { r.lastActive.Store(int64(time.Since(r.start))) }
+// onTick publishes byte counts and enforces the idle timeout.
+func (r *relay) onTick() {
+	r.tickMu.Lock()
+	defer r.tickMu.Unlock()
+	if r.publish() {
+		r.lastMove = time.Now()
+	}
+	if r.idle > 0 && time.Since(r.lastMove) >= r.idle {
+		r.abort(closedIdle)
+		return
+	}
+	r.timer.Reset(r.tick)
+}
 
-func (r *relay) idleFor() time.Duration {
-	return time.Since(r.start) - time.Duration(r.lastActive.Load())
+// publish hands the bytes moved since the last call to the metrics and
+// reports whether any moved. Caller holds tickMu.
+func (r *relay) publish() bool {
+	any := false
+	for d := range r.moved {
+		if n := r.moved[d].Load(); n != r.published[d] {
+			r.count[d](n - r.published[d])
+			r.published[d] = n
+			any = true
+		}
+	}
+	return any
 }
 
 // run relays until both directions end and returns the close reason and the
 // bytes moved each way. Both connections are closed when it returns.
 func (r *relay) run() (reason string, up, down int64) {
-	upDone := make(chan struct{})
-	downDone := make(chan struct{})
-	var upErr, downErr error
+	r.tickMu.Lock()
+	r.lastMove = time.Now()
+	r.timer = time.AfterFunc(r.tick, r.onTick)
+	r.tickMu.Unlock()
+
+	done := make(chan struct{})
 	go func() {
-		down, downErr = r.direction(r.client, r.upstream, r.toClient)
-		close(downDone)
-		if downErr != nil {
-			r.abort(ClosedError)
-		}
-		r.watch(upDone)
+		r.direction(r.client, r.upstream, &r.moved[toClient])
+		close(done)
 	}()
-	up, upErr = r.direction(r.upstream, r.client, r.toUp)
-	close(upDone)
-	if upErr != nil {
-		r.abort(ClosedError)
-	}
-	r.watch(downDone)
-	<-downDone
-	// The goroutine may still be in watch; it returns as soon as it sees
-	// upDone closed, which already happened.
-	r.abort(ClosedEOF)
-	reason = r.abortReason()
-	return reason, up, down
+	r.direction(r.upstream, r.client, &r.moved[toUp])
+	<-done
+
+	r.timer.Stop()
+	r.abort(closedEOF)
+	r.tickMu.Lock()
+	r.publish()
+	r.tickMu.Unlock()
+	return r.abortReason(), r.moved[toUp].Load(), r.moved[toClient].Load()
 }
 
-// direction copies src to dst until EOF, which it forwards as a half-close,
-// or until an error. It returns the bytes copied.
-func (r *relay) direction(dst, src halfCloser, count func(int64)) (int64, error) {
-	var total int64
-	for {
-		if err := src.SetReadDeadline(time.Now().Add(r.tick)); err != nil {
-			return total, err
-		}
-		n, err := io.Copy(dst, src)
-		if n > 0 {
-			total += n
-			count(n)
-			r.touch()
-		}
-		if err == nil {
-			// EOF from src: tell dst, but keep the other direction open so
-			// a client that half-closes still gets its response.
-			if cerr := dst.CloseWrite(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
-				return total, cerr
-			}
-			return total, nil
-		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return total, err
-		}
-		if r.idle > 0 && r.idleFor() >= r.idle {
-			r.abort(ClosedIdle)
-			return total, nil
-		}
-	}
-}
-
-// watch waits for the other direction to finish. A direction blocked writing
-// to a peer that stopped reading never hits its read deadline, so after one
-// direction ends, its goroutine keeps the idle clock for both.
-func (r *relay) watch(other <-chan struct{}) {
-	if r.idle <= 0 {
-		<-other
+// direction copies src to dst and turns the outcome into the relay's
+// semantics: EOF becomes a half-close of dst, so a client that half-closes
+// still gets its response; an error closes both sides.
+func (r *relay) direction(dst, src *net.TCPConn, moved *atomic.Int64) {
+	if err := r.copy(dst, src, moved, r.tick); err != nil {
+		r.abort(closedError)
 		return
 	}
-	t := time.NewTicker(r.tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-other:
-			return
-		case <-t.C:
-			if r.idleFor() >= r.idle {
-				r.abort(ClosedIdle)
-				<-other
-				return
-			}
-		}
+	if err := dst.CloseWrite(); err != nil && !errors.Is(err, net.ErrClosed) {
+		r.abort(closedError)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -150,7 +151,7 @@ func TestHalfCloseReachesUpstreamAndResponseStillArrives(t *testing.T) {
 		t.Fatalf("response %q, want %q", resp, "got request")
 	}
 	eventually(t, 2*time.Second, "closed{eof}", func() bool {
-		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedEOF}) == 1
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == 1
 	})
 }
 
@@ -171,7 +172,7 @@ func TestIdleTimeoutClosesSilentConnection(t *testing.T) {
 		t.Fatalf("closed after %s, before the 300ms idle timeout", d)
 	}
 	eventually(t, 2*time.Second, "closed{idle}", func() bool {
-		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedIdle}) == 1
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedIdle}) == 1
 	})
 }
 
@@ -202,7 +203,7 @@ func TestIdleTimeoutSparesOneWayTraffic(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("upstream never saw EOF")
 	}
-	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedIdle}); v != 0 {
+	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedIdle}); v != 0 {
 		t.Fatalf("closed{idle} = %v, want 0", v)
 	}
 }
@@ -219,7 +220,7 @@ func TestIdleTimeoutWhenPeerStopsReading(t *testing.T) {
 	c := dialProxy(t, s, "r")
 	_ = c.CloseWrite() // client->upstream ends at once; only the stuck direction is left
 	eventually(t, 10*time.Second, "closed{idle}", func() bool {
-		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedIdle}) == 1
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedIdle}) == 1
 	})
 	// Draining the client now must end in EOF or reset, not hang.
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -227,5 +228,45 @@ func TestIdleTimeoutWhenPeerStopsReading(t *testing.T) {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		t.Fatal("client connection still open after idle close")
+	}
+}
+
+// TestRelaySeamIsTheOnlyByteMover swaps the copier, as the in-kernel relay
+// will: every payload byte must go through it, once per direction, and the
+// relay must still count the bytes and half-close around it.
+func TestRelaySeamIsTheOnlyByteMover(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", echo)
+	var calls, carried atomic.Int64
+	seam := func(dst, src *net.TCPConn, moved *atomic.Int64, tick time.Duration) error {
+		calls.Add(1)
+		var mine atomic.Int64
+		err := spliceCopy(dst, src, &mine, tick)
+		carried.Add(mine.Load())
+		moved.Add(mine.Load())
+		return err
+	}
+	s := startProxy(t, testConfig(up.addr()), withCopy(seam))
+	c := dialProxy(t, s, "r")
+	if _, err := c.Write([]byte("through the seam")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.CloseWrite()
+	got, err := io.ReadAll(c)
+	if err != nil || string(got) != "through the seam" {
+		t.Fatalf("echo = %q, %v", got, err)
+	}
+	eventually(t, 2*time.Second, "closed{eof}", func() bool {
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == 1
+	})
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("copier called %d times, want once per direction", n)
+	}
+	if n := carried.Load(); n != 2*int64(len("through the seam")) {
+		t.Fatalf("copier carried %d bytes, want %d", n, 2*len("through the seam"))
+	}
+	for _, dir := range []string{dirToUp, dirToClient} {
+		if v := metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dir}); v != 16 {
+			t.Fatalf("bytes_total{%s} = %v, want 16", dir, v)
+		}
 	}
 }

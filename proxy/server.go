@@ -20,6 +20,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	dial    DialFunc
+	copy    copyFunc // the relay's byte mover; see copyFunc
 	version string
 	metrics *metrics
 	dialLog *dialErrorLog
@@ -57,6 +58,9 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // readiness check alike.
 func WithDialFunc(d DialFunc) Option { return func(s *Server) { s.dial = d } }
 
+// withCopy replaces the relay's byte mover, e.g. with an in-kernel relay.
+func withCopy(c copyFunc) Option { return func(s *Server) { s.copy = c } }
+
 // WithVersion sets the version reported in hairpin_proxy_build_info.
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 
@@ -83,6 +87,9 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.copy == nil {
+		s.copy = spliceCopy
 	}
 	if s.dial == nil {
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
@@ -235,7 +242,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	select {
 	case <-drained:
 	default:
-		n := s.abortAll(ClosedDrain)
+		n := s.abortAll(closedDrain)
 		s.log.Warn("shutdown: drain deadline reached, closing connections", "closed", n)
 		<-drained
 	}
@@ -304,13 +311,13 @@ func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	s.mu.Lock()
 	if !s.accepting {
 		s.mu.Unlock()
-		rs.metrics.refuse(RefusedShutdown)
+		rs.metrics.refuse(refusedShutdown)
 		resetClose(conn)
 		return
 	}
 	if s.cfg.MaxConns > 0 && s.active.Load() >= int64(s.cfg.MaxConns) {
 		s.mu.Unlock()
-		rs.metrics.refuse(RefusedCap)
+		rs.metrics.refuse(refusedCap)
 		s.log.Debug("connection over cap refused", "route", rs.Name, "client", conn.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
 		resetClose(conn)
 		return

@@ -36,8 +36,8 @@ func TestDeadUpstreamClosesClientAndCountsRefusedDial(t *testing.T) {
 		t.Fatalf("client closed after %s, want promptly", d)
 	}
 	eventually(t, 2*time.Second, "dial error metric", func() bool {
-		return metricValue(t, s, "hairpin_proxy_upstream_dial_errors_total", map[string]string{"route": "r", "cause": DialErrRefused}) == 1 &&
-			metricValue(t, s, "hairpin_proxy_connections_refused_total", map[string]string{"route": "r", "reason": RefusedDial}) == 1
+		return metricValue(t, s, "hairpin_proxy_upstream_dial_errors_total", map[string]string{"route": "r", "cause": dialErrRefused}) == 1 &&
+			metricValue(t, s, "hairpin_proxy_connections_refused_total", map[string]string{"route": "r", "reason": refusedDial}) == 1
 	})
 }
 
@@ -57,7 +57,7 @@ func TestSlowUpstreamDialTimesOut(t *testing.T) {
 		t.Fatalf("closed after %s, before the dial timeout", d)
 	}
 	eventually(t, 2*time.Second, "timeout metric", func() bool {
-		return metricValue(t, s, "hairpin_proxy_upstream_dial_errors_total", map[string]string{"route": "r", "cause": DialErrTimeout}) == 1
+		return metricValue(t, s, "hairpin_proxy_upstream_dial_errors_total", map[string]string{"route": "r", "cause": dialErrTimeout}) == 1
 	})
 }
 
@@ -66,11 +66,11 @@ func TestClassifyDialError(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, DialErrRefused},
-		{&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", IsNotFound: true}}, DialErrDNS},
-		{&net.DNSError{Err: "timeout", IsTimeout: true}, DialErrDNS},
-		{fmt.Errorf("dial: %w", context.DeadlineExceeded), DialErrTimeout},
-		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, DialErrOther},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, dialErrRefused},
+		{&net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", IsNotFound: true}}, dialErrDNS},
+		{&net.DNSError{Err: "timeout", IsTimeout: true}, dialErrDNS},
+		{fmt.Errorf("dial: %w", context.DeadlineExceeded), dialErrTimeout},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, dialErrOther},
 	}
 	for _, tc := range tests {
 		if got := classifyDialError(tc.err); got != tc.want {
@@ -116,7 +116,7 @@ func TestConnectionCapRefusesBeyondCapAndRecovers(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("over-cap connection closed after %s, want at once", d)
 	}
-	if v := metricValue(t, s, "hairpin_proxy_connections_refused_total", map[string]string{"route": "r", "reason": RefusedCap}); v != 1 {
+	if v := metricValue(t, s, "hairpin_proxy_connections_refused_total", map[string]string{"route": "r", "reason": refusedCap}); v != 1 {
 		t.Fatalf("refused{cap} = %v, want 1", v)
 	}
 
@@ -200,7 +200,7 @@ func TestDrainLetsInFlightFinishAndRefusesNew(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Shutdown did not return after the last connection ended")
 	}
-	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedDrain}); v != 0 {
+	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedDrain}); v != 0 {
 		t.Fatalf("closed{drain} = %v, want 0", v)
 	}
 }
@@ -218,7 +218,7 @@ func TestDrainTimeoutClosesRemainingConnections(t *testing.T) {
 		t.Fatalf("Shutdown took %s, want about the 300ms drain timeout", d)
 	}
 	expectClosed(t, c, time.Second)
-	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": ClosedDrain}); v != 1 {
+	if v := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedDrain}); v != 1 {
 		t.Fatalf("closed{drain} = %v, want 1", v)
 	}
 }

@@ -27,7 +27,7 @@ func main() {
 // (real signals included). Exit codes: 0 clean exit, 1 runtime failure,
 // 2 bad configuration.
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
-	opts, err := proxy.ParseArgs(args, lookupEnv, stdout)
+	opts, err := parseArgs(args, lookupEnv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -39,7 +39,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		fmt.Fprintf(stdout, "hairpin-proxy %s\n", version)
 		return 0
 	}
-	log, err := proxy.NewLogger(stderr, opts.LogFormat, opts.LogLevel)
+	log, err := newLogger(stderr, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		fmt.Fprintf(stderr, "hairpin-proxy: %v\n", err)
 		return 2

@@ -1,4 +1,4 @@
-package proxy
+package main
 
 import (
 	"errors"
@@ -8,16 +8,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/proxy"
 )
 
-// EnvPrefix starts the environment twin of every configuration flag:
+// envPrefix starts the environment twin of every configuration flag:
 // --drain-timeout is also read from HAIRPIN_PROXY_DRAIN_TIMEOUT.
-const EnvPrefix = "HAIRPIN_PROXY_"
+const envPrefix = "HAIRPIN_PROXY_"
 
-// Options is what the command line yields: the proxy Config plus settings
+// options is what the command line yields: the proxy Config plus settings
 // that belong to the process rather than to the proxy.
-type Options struct {
-	Config Config
+type options struct {
+	Config proxy.Config
 	// LogFormat is "text" or "json".
 	LogFormat string
 	// LogLevel is "debug", "info", "warn" or "error".
@@ -27,13 +29,13 @@ type Options struct {
 	Version bool
 }
 
-// EnvName returns the environment twin of a flag name.
-func EnvName(flagName string) string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+// envName returns the environment twin of a flag name.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // routeList is the repeatable --route flag.
-type routeList struct{ routes *[]Route }
+type routeList struct{ routes *[]proxy.Route }
 
 func (l routeList) String() string {
 	if l.routes == nil {
@@ -47,7 +49,7 @@ func (l routeList) String() string {
 }
 
 func (l routeList) Set(v string) error {
-	r, err := ParseRoute(v)
+	r, err := parseRoute(v)
 	if err != nil {
 		return err
 	}
@@ -125,13 +127,13 @@ type flagDoc struct {
 	noEnv            bool
 }
 
-// ParseArgs parses the command line (without the program name) and, for
+// parseArgs parses the command line (without the program name) and, for
 // every flag not given there, its HAIRPIN_PROXY_* environment twin; flags
 // win over the environment. lookupEnv is os.LookupEnv in production. Help
 // goes to out; on --help the error is flag.ErrHelp. Unless --version is
 // given, the resulting Config is validated.
-func ParseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writer) (Options, error) {
-	o := Options{Config: DefaultConfig(), LogFormat: "text", LogLevel: "info"}
+func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writer) (options, error) {
+	o := options{Config: proxy.DefaultConfig(), LogFormat: "text", LogLevel: "info"}
 	c := &o.Config
 	fs := flag.NewFlagSet("hairpin-proxy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -150,7 +152,7 @@ func ParseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 	fs.BoolVar(&o.Version, "version", false, "")
 
 	docs := []flagDoc{
-		{"route", RouteSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (re-resolved on every dial), and write header-port (default: the UPSTREAM port) as the PROXY destination port. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
+		{"route", routeSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (re-resolved on every dial), and write header-port (default: the UPSTREAM port) as the PROXY destination port. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
 		{"proxy-protocol", "1|2", "PROXY protocol version to write.", false},
 		{"dial-timeout", "DURATION", "Upper bound on one upstream dial, DNS included. Must be > 0.", false},
 		{"idle-timeout", "DURATION", "Close a connection after no bytes moved in either direction for this long; 0 disables.", false},
@@ -186,7 +188,7 @@ func ParseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 		if d.noEnv || given[d.name] {
 			continue
 		}
-		env := EnvName(d.name)
+		env := envName(d.name)
 		v, ok := lookupEnv(env)
 		if !ok {
 			continue
@@ -206,6 +208,9 @@ func ParseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 	if o.Version {
 		return o, nil
 	}
+	if len(c.Routes) == 0 {
+		return o, errors.New("no routes: give at least one --route " + routeSyntax)
+	}
 	if err := c.Validate(); err != nil {
 		return o, err
 	}
@@ -213,7 +218,7 @@ func ParseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 }
 
 func writeUsage(w io.Writer, docs []flagDoc, defaults map[string]string) {
-	fmt.Fprintf(w, "Usage: hairpin-proxy --route %s [--route ...] [flags]\n\n", RouteSyntax)
+	fmt.Fprintf(w, "Usage: hairpin-proxy --route %s [--route ...] [flags]\n\n", routeSyntax)
 	fmt.Fprintln(w, "Accepts TCP connections, writes a PROXY protocol header with the real client")
 	fmt.Fprintln(w, "address, and relays the bytes untouched to the route's upstream.")
 	fmt.Fprintln(w, "Every flag can also be set through its environment twin; a flag wins.")
@@ -226,7 +231,7 @@ func writeUsage(w io.Writer, docs []flagDoc, defaults map[string]string) {
 		fmt.Fprintf(w, "\n      %s\n", d.usage)
 		var extra []string
 		if !d.noEnv {
-			extra = append(extra, "env "+EnvName(d.name))
+			extra = append(extra, "env "+envName(d.name))
 		}
 		if def := defaults[d.name]; def != "" && d.name != "version" {
 			extra = append(extra, fmt.Sprintf("default %q", def))

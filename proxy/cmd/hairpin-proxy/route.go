@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/coredns-hairpin/hairpin/proxy"
+	"github.com/coredns-hairpin/hairpin/proxy/internal/hostport"
+)
+
+// routeSyntax documents the --route value format; it is shown in --help.
+const routeSyntax = "LISTEN=UPSTREAM[,header-port=PORT][,name=NAME]"
+
+// parseRoute parses one route in routeSyntax, for example
+// ":8443=ingress-nginx-controller.ingress-nginx.svc:443,header-port=443".
+// IPv6 literals are bracketed: "[::1]:8080=[::1]:80".
+func parseRoute(s string) (proxy.Route, error) {
+	var r proxy.Route
+	spec := strings.TrimSpace(s)
+	if spec == "" {
+		return r, errors.New("empty route")
+	}
+	parts := strings.Split(spec, ",")
+	listen, upstream, ok := strings.Cut(parts[0], "=")
+	if !ok {
+		return r, fmt.Errorf("route %q: want %s", s, routeSyntax)
+	}
+	r.Listen = strings.TrimSpace(listen)
+	r.Upstream = strings.TrimSpace(upstream)
+	if err := hostport.CheckListen(r.Listen); err != nil {
+		return r, fmt.Errorf("route %q: listen address: %w", s, err)
+	}
+	upPort, err := hostport.CheckUpstream(r.Upstream)
+	if err != nil {
+		return r, fmt.Errorf("route %q: upstream: %w", s, err)
+	}
+	seen := map[string]bool{}
+	for _, opt := range parts[1:] {
+		key, val, ok := strings.Cut(strings.TrimSpace(opt), "=")
+		if !ok || key == "" {
+			return r, fmt.Errorf("route %q: option %q: want key=value", s, opt)
+		}
+		if seen[key] {
+			return r, fmt.Errorf("route %q: option %q given twice", s, key)
+		}
+		seen[key] = true
+		switch key {
+		case "header-port":
+			p, err := hostport.ParsePort(val, false)
+			if err != nil {
+				return r, fmt.Errorf("route %q: header-port: %w", s, err)
+			}
+			r.HeaderPort = p
+		case "name":
+			if val == "" {
+				return r, fmt.Errorf("route %q: name is empty", s)
+			}
+			r.Name = val
+		default:
+			return r, fmt.Errorf("route %q: unknown option %q (known: header-port, name)", s, key)
+		}
+	}
+	if r.HeaderPort == 0 {
+		r.HeaderPort = upPort
+	}
+	if r.Name == "" {
+		r.Name = r.Listen
+	}
+	return r, nil
+}
