@@ -16,11 +16,12 @@
 //
 // What the kernel does not do, the pair does in userspace:
 //
-//   - A FIN is not redirected. Each socket keeps one goroutine parked in a
-//     read, which returns only at end of stream, the program having taken
-//     all data. The pair then waits until the peer has accepted every byte
-//     redirected to it (the kernel sends them from a work queue after the
-//     program returns) and shuts down the peer's write side.
+//   - A FIN is not redirected. Each direction keeps one goroutine parked in
+//     a read of its source, which returns only at end of stream, the
+//     program having taken all data. Copy then waits until the peer has
+//     accepted every byte redirected to it (the kernel sends them from a
+//     work queue after the program returns), so that the peer's write side
+//     can be shut down.
 //   - A FIN-only segment reaches the program as an empty skb. Redirected, the
 //     kernel's sender sees a 0-byte send as a hard error, reports EPIPE on
 //     the peer and stops sending (sk_psock_backlog), so the program drops
@@ -33,6 +34,15 @@
 //   - The kernel admits only established sockets: one whose peer has
 //     already sent its FIN is refused (ErrNotEstablished), and the caller
 //     relays that connection in userspace.
+//
+// A redirected segment waits for the peer's send buffer in a kernel queue
+// that has no limit and does not close the sender's window; flow.go bounds
+// it by handing a direction that falls too far behind to userspace.
+//
+// Two ways in: Attach hands the sockets over and leaves the lifecycle to
+// the caller, who runs Copy per direction (the proxy's relay does, so its
+// idle timeout, byte metrics, half-close and drain apply unchanged);
+// Splice runs the whole lifecycle itself.
 //
 // Loading needs CAP_BPF and CAP_NET_ADMIN. Open reports missing support or
 // privileges as an error wrapping ErrUnsupported, so the caller can fall

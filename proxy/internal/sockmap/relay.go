@@ -154,8 +154,9 @@ func (r *Relay) closeMaps() {
 	}
 }
 
-// Close aborts the pairs still open with reason ReasonClosed, waits for
-// them, detaches the program and frees the maps.
+// Close aborts the pairs still open (spliced ones with reason ReasonClosed;
+// attached ones have both sockets closed), waits for the spliced ones,
+// detaches the program and frees the maps.
 func (r *Relay) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -170,7 +171,9 @@ func (r *Relay) Close() error {
 	r.mu.Unlock()
 	for _, p := range open {
 		p.Abort(ReasonClosed)
-		<-p.Done()
+		if done := p.Done(); done != nil {
+			<-done
+		}
 	}
 	close(r.stop)
 	<-r.swept
