@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// flowTestMaxQueued is the queue bound of the flow-control tests.
+const flowTestMaxQueued = 4 << 20
+
 // countingWriter counts what was written through it.
 type countingWriter struct {
 	w io.Writer
@@ -28,10 +31,15 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // client reads everything, byte-exact, and the pair reports the direction
 // as relayed in userspace.
 func TestSpliceBoundsWhatTheKernelQueuesForAStalledReader(t *testing.T) {
-	r := openRelay(t)
+	openRelay(t) // skip unless supported
+	r, err := Open(Options{MaxPairs: 16, MaxQueued: flowTestMaxQueued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
 	const total = 512 << 20
 	// Socket buffers on the way (tcp_rmem[2] here is 32 MiB, and the
-	// handover raises the receive buffer to it) plus DefaultMaxQueued and
+	// handover raises the receive buffer to it) plus MaxQueued and
 	// one FlowInterval of loopback traffic stay far below this.
 	const bound = 192 << 20
 	c := connect(t, nil)

@@ -100,11 +100,26 @@ func TestSpliceLargeTransferBothWaysIsByteExact(t *testing.T) {
 }
 
 // TestSpliceSlowReaderIsByteExact: the upstream floods a client that reads
-// in small sips, so the kernel's sends to the client keep blocking, the
-// queue grows past its bound and the direction goes over to userspace in
-// mid-stream (flow.go): not a byte may be lost or reordered on the way.
+// in small sips, so the kernel's sends to the client keep blocking and the
+// redirect must wait, not drop. With flow control on, the queue also grows
+// past its bound and the direction goes over to userspace in mid-stream
+// (flow.go): not a byte may be lost or reordered on the way.
 func TestSpliceSlowReaderIsByteExact(t *testing.T) {
-	r := openRelay(t)
+	for _, tc := range []struct {
+		name      string
+		maxQueued int64
+	}{{"kernel queue unbounded", 0}, {"flow control on", flowTestMaxQueued}} {
+		t.Run(tc.name, func(t *testing.T) { slowReader(t, tc.maxQueued) })
+	}
+}
+
+func slowReader(t *testing.T, maxQueued int64) {
+	openRelay(t) // skip unless supported
+	r, err := Open(Options{MaxPairs: 16, MaxQueued: maxQueued})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
 	const total = 16 << 20
 	c := connect(t, nil)
 	p := c.splice(t, r, 0)
@@ -131,8 +146,9 @@ func TestSpliceSlowReaderIsByteExact(t *testing.T) {
 	if n != total || !bytes.Equal(h.Sum(nil), want) {
 		t.Fatalf("client got %d bytes (want %d), digest match %v", n, total, bytes.Equal(h.Sum(nil), want))
 	}
-	if res := waitResult(t, p, 5*time.Second); res.Reason != ReasonEOF || res.ToClient != total || !res.Held[1] {
-		t.Fatalf("result %+v, want eof with %d bytes to the client, the direction held", res, total)
+	res := waitResult(t, p, 5*time.Second)
+	if res.Reason != ReasonEOF || res.ToClient != total || res.Held[1] != (maxQueued > 0) {
+		t.Fatalf("result %+v, want eof with %d bytes to the client, held %v", res, total, maxQueued > 0)
 	}
 }
 

@@ -31,13 +31,14 @@ type Options struct {
 	// MaxPairs bounds the connections relayed at once; Splice fails beyond
 	// it. The maps hold two entries per connection.
 	MaxPairs int
-	// MaxQueued bounds the bytes of one direction the kernel may hold
-	// redirected but not yet accepted by the receiving socket; beyond it
-	// the direction is relayed in userspace (flow.go). 0 means
-	// DefaultMaxQueued.
+	// MaxQueued, if positive, turns flow control on (flow.go): a direction
+	// with more than this many bytes redirected but not yet accepted by the
+	// receiving socket is handed to userspace. 0 leaves the kernel's
+	// redirect queue unbounded. Read flow.go before turning it on: the
+	// held path has its own unbounded queue.
 	MaxQueued int64
-	// FlowInterval is how often the queues are checked. 0 means
-	// DefaultFlowInterval.
+	// FlowInterval is how often the queues are checked when MaxQueued is
+	// set. 0 means DefaultFlowInterval.
 	FlowInterval time.Duration
 }
 
@@ -85,7 +86,7 @@ func Open(opts Options) (*Relay, error) {
 	// whatever the kernel; then the map creation below says why.
 	memlockErr := rlimit.RemoveMemlock()
 	r := &Relay{
-		maxQueued: uint64(cmp.Or(opts.MaxQueued, DefaultMaxQueued)),
+		maxQueued: uint64(opts.MaxQueued),
 		flowEvery: cmp.Or(opts.FlowInterval, DefaultFlowInterval),
 		stop:      make(chan struct{}),
 		swept:     make(chan struct{}),
@@ -119,7 +120,9 @@ func Open(opts Options) (*Relay, error) {
 	}
 	go func() {
 		defer close(r.swept)
-		r.sweep(r.stop)
+		if r.maxQueued > 0 {
+			r.sweep(r.stop)
+		}
 	}()
 	return r, nil
 }
@@ -211,4 +214,22 @@ func (r *Relay) remove(p *Pair) {
 	delete(r.sources, p.sides[0].cookie)
 	delete(r.sources, p.sides[1].cookie)
 	r.mu.Unlock()
+}
+
+// Entries counts the entries of the relay's maps: two per pair in the
+// sockhash and the counters, one per held direction. Zero with no pair open
+// means nothing leaked.
+func (r *Relay) Entries() (int, error) {
+	n := 0
+	for _, m := range []*ebpf.Map{r.peers, r.counters, r.hold} {
+		var k uint64
+		it := m.Iterate()
+		for it.Next(&k, nil) {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			return n, fmt.Errorf("sockmap: count entries: %w", err)
+		}
+	}
+	return n, nil
 }
