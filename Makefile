@@ -62,12 +62,12 @@ unit:
 
 # Benchmarks against the alternatives (hosts, rewrite+kubernetes, HAProxy,
 # direct), side by side; writes test/bench/results.json and results.md.
-# BENCH_QUICK=1 is a smoke run. Installs dnsperf, wrk, haproxy, nginx if missing.
+# BENCH_QUICK=1 is a smoke run; BENCH_ONLY=proxy runs only the proxy phase. Installs dnsperf, wrk, haproxy, nginx if missing.
 BENCH_TOOLS := dnsperf wrk haproxy nginx
 bench: build tools
 	@missing=; for c in dnsperf wrk haproxy nginx; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y $(BENCH_TOOLS); fi
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) \
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) \
 		go test -count=1 -v -run '^TestBench$$' -timeout 60m ./test/bench/
 
 clean:

@@ -22,7 +22,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxConns caps concurrent connections across all routes of the process;
 	// 0 means no cap. A process-wide cap is what protects the file
-	// descriptor limit, which is per process.
+	// descriptor limit, which is per process; DefaultMaxConns sizes it from
+	// that limit.
 	MaxConns int
 	// DrainTimeout is how long in-flight connections may continue after the
 	// listeners close during shutdown.
@@ -51,7 +52,6 @@ const (
 	DefaultProxyProtocol = 1
 	DefaultDialTimeout   = 5 * time.Second
 	DefaultIdleTimeout   = 10 * time.Minute
-	DefaultMaxConns      = 10000
 	DefaultDrainTimeout  = 25 * time.Second
 	DefaultLameduck      = 5 * time.Second
 	DefaultHealthAddr    = ":9090"
@@ -64,7 +64,7 @@ func DefaultConfig() Config {
 		ProxyProtocol: DefaultProxyProtocol,
 		DialTimeout:   DefaultDialTimeout,
 		IdleTimeout:   DefaultIdleTimeout,
-		MaxConns:      DefaultMaxConns,
+		MaxConns:      DefaultMaxConns(),
 		DrainTimeout:  DefaultDrainTimeout,
 		Lameduck:      DefaultLameduck,
 		HealthAddr:    DefaultHealthAddr,

@@ -41,26 +41,36 @@ func (c *clientConn) abort(reason string) {
 	_ = c.conn.Close()
 }
 
+// serve prepares the connection (header, dial, header write) and hands it
+// to the relay, then returns: the relay's own goroutines carry the bytes,
+// and the last of them finishes the connection. The goroutine that ran
+// serve, with the stack that dialling grew, goes back to the worker pool.
 func (c *clientConn) serve() {
-	defer c.srv.release(c)
-	defer c.cancel()
+	if !c.prepare() {
+		c.cancel()
+		c.srv.release(c)
+	}
+}
+
+// prepare runs up to the relay's start and reports whether it got there.
+func (c *clientConn) prepare() bool {
 	log := c.srv.log
 	rs := c.rs
 	m := rs.metrics
 
-	hdr, err := buildHeader(c.srv.cfg.ProxyProtocol, c.conn.RemoteAddr(), c.conn.LocalAddr(), rs.HeaderPort)
+	hdr, err := buildHeader(c.srv.cfg.ProxyProtocol, c.conn.RemoteAddr(), c.conn.LocalAddr(), rs.DestAddr, rs.HeaderPort)
 	if err != nil {
 		m.refuse(refusedHeader)
 		log.Warn("connection refused: no valid PROXY header", "route", rs.Name, "err", err)
 		resetClose(c.conn)
-		return
+		return false
 	}
 	client, ok := c.conn.(*net.TCPConn)
 	if !ok {
 		m.refuse(refusedHeader)
 		log.Warn("connection refused: not a TCP connection", "route", rs.Name, "type", fmt.Sprintf("%T", c.conn))
 		resetClose(c.conn)
-		return
+		return false
 	}
 
 	up, err := c.dialUpstream()
@@ -68,14 +78,14 @@ func (c *clientConn) serve() {
 		resetClose(c.conn)
 		if c.abortedReason() != "" {
 			m.close(c.abortedReason())
-			return
+			return false
 		}
 		cause := classifyDialError(err)
 		m.dialError(cause)
 		m.refuse(refusedDial)
 		c.srv.dialLog.record(rs.Name, rs.Upstream, cause, err)
 		log.Debug("upstream dial failed", "route", rs.Name, "client", c.conn.RemoteAddr().String(), "cause", cause, "err", err)
-		return
+		return false
 	}
 	upstream, ok := up.(*net.TCPConn)
 	if !ok {
@@ -83,23 +93,22 @@ func (c *clientConn) serve() {
 		resetClose(c.conn)
 		m.refuse(refusedDial)
 		log.Error("upstream dialer returned a connection that is not TCP", "route", rs.Name, "type", fmt.Sprintf("%T", up))
-		return
+		return false
 	}
 
-	// One write for the header: TCP_NODELAY (Go's default) sends it at once,
-	// and the client's first bytes follow without waiting for any reply, so
-	// the header costs no round trip.
-	if _, err := hdr.WriteTo(upstream); err != nil {
+	early, err := writeHeader(upstream, client, hdr)
+	if err != nil {
 		_ = upstream.Close()
 		resetClose(c.conn)
 		m.close(closedError)
 		log.Debug("writing PROXY header failed", "route", rs.Name, "err", err)
-		return
+		return false
 	}
 
 	r := newRelay(client, upstream, c.srv.copy, c.srv.cfg.IdleTimeout,
 		func(n int64) { m.bytesToUp.Add(float64(n)) },
 		func(n int64) { m.bytesToCli.Add(float64(n)) })
+	r.moved[toUp].Store(int64(early))
 	c.mu.Lock()
 	c.relay = r
 	reason := c.aborted
@@ -108,16 +117,24 @@ func (c *clientConn) serve() {
 		// Aborted while dialling or writing the header.
 		r.abort(reason)
 	}
-	reason, toUp, toCli := r.run()
+	r.start(c.finish)
+	return true
+}
+
+// finish is the relay's completion: close bookkeeping and release.
+func (c *clientConn) finish(reason string, toUp, toCli int64) {
+	m := c.rs.metrics
 	m.close(reason)
 	m.connDuration.Observe(time.Since(c.accepted).Seconds())
 	// Guarded: the arguments (an address string, a duration) would be built
 	// for every connection even when debug logging is off.
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		log.Debug("connection closed", "route", rs.Name, "client", c.conn.RemoteAddr().String(),
+	if log := c.srv.log; log.Enabled(context.Background(), slog.LevelDebug) {
+		log.Debug("connection closed", "route", c.rs.Name, "client", c.conn.RemoteAddr().String(),
 			"reason", reason, "client_to_upstream", toUp, "upstream_to_client", toCli,
 			"duration", time.Since(c.accepted))
 	}
+	c.cancel()
+	c.srv.release(c)
 }
 
 func (c *clientConn) abortedReason() string {

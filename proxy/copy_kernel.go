@@ -14,7 +14,7 @@ import (
 // kernel, and each direction then waits in sockmap's Copy, which meets the
 // copyFunc contract, while the kernel moves the bytes. A connection the
 // kernel refuses (a client that half-closed before the handover, full
-// maps) is relayed by spliceCopy instead, both directions alike.
+// maps) is relayed by adaptiveCopy instead, both directions alike.
 type kernelCopier struct {
 	relay    *sockmap.Relay
 	fallback func() // counts a connection relayed in userspace
@@ -39,7 +39,7 @@ func (k *kernelCopier) copy(dst, src *net.TCPConn, moved *atomic.Int64, tick tim
 	kc := k.join(dst, src)
 	defer k.leave(kc)
 	if kc.pair == nil {
-		return spliceCopy(dst, src, moved, tick)
+		return adaptiveCopy(dst, src, moved, tick)
 	}
 	return kc.pair.Copy(src, moved, tick)
 }

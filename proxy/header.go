@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 
 	proxyproto "github.com/pires/go-proxyproto"
 )
@@ -15,15 +16,22 @@ import (
 var errNotTCP = errors.New("not a TCP address pair")
 
 // buildHeader builds the PROXY header for a client connection: the source is
-// the client, the destination is the address the client dialled (the proxy
-// Service ClusterIP, our accepted socket's local address) with headerPort.
+// the client, the destination is dest if valid, else the accepted socket's
+// local address, with headerPort.
+//
+// That local address is what the client dialled only when nothing rewrote
+// it: on loopback, or when a pod dials the proxy pod directly. Through a
+// Service, kube-proxy (or any CNI's service load balancing) DNATs the
+// ClusterIP to the chosen pod's IP before the SYN arrives, so the accepted
+// socket's local address, and thus the header, carries the proxy pod's IP,
+// never the ClusterIP. Routes that need a fixed address set Route.DestAddr.
 //
 // IPv4 clients accepted on a dual-stack socket appear as ::ffff:a.b.c.d; they
 // are unmapped so ingress sees a TCP4 header and a plain IPv4 client address,
 // the same as from the external load balancer. If the two sides still differ
 // in family the header falls back to TCP6 with the IPv4 side mapped, which
 // keeps both addresses truthful.
-func buildHeader(version int, client, local net.Addr, headerPort int) (*proxyproto.Header, error) {
+func buildHeader(version int, client, local net.Addr, dest netip.Addr, headerPort int) (*proxyproto.Header, error) {
 	src, ok1 := client.(*net.TCPAddr)
 	dst, ok2 := local.(*net.TCPAddr)
 	if !ok1 || !ok2 || src == nil || dst == nil {
@@ -34,6 +42,9 @@ func buildHeader(version int, client, local net.Addr, headerPort int) (*proxypro
 	// Zones are dropped: the header has no field for them.
 	sip := sap.Addr().Unmap().WithZone("")
 	dip := dap.Addr().Unmap().WithZone("")
+	if dest.IsValid() {
+		dip = dest.Unmap().WithZone("")
+	}
 	if !sip.IsValid() || !dip.IsValid() {
 		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
 	}
@@ -52,4 +63,75 @@ func buildHeader(version int, client, local net.Addr, headerPort int) (*proxypro
 			client, local, byte(h.Command), byte(h.TransportProtocol), errNotTCP)
 	}
 	return h, nil
+}
+
+// probeHeader is what the background upstream check writes before it
+// closes: a valid header that carries no connection, "PROXY UNKNOWN\r\n" in
+// v1 and the LOCAL command in v2 (spec sections 2.1 and 2.2, the forms
+// meant for health checks). A check that sent nothing would make nginx log
+// `broken header: ""` on TLS listeners (and "while reading PROXY protocol"
+// on plain ones) every interval: the very line operators search for when
+// hairpin breaks.
+func probeHeader(version int) ([]byte, error) {
+	h := &proxyproto.Header{Version: byte(version), Command: proxyproto.LOCAL, TransportProtocol: proxyproto.UNSPEC}
+	if version == 1 {
+		h.Command = proxyproto.PROXY
+	}
+	b, err := h.Format()
+	if err != nil {
+		return nil, fmt.Errorf("build PROXY v%d probe header: %w", version, err)
+	}
+	return b, nil
+}
+
+// writeHeader writes the header to upstream in one write, together with
+// whatever the client has already sent: for a client that speaks first
+// (HTTP, a TLS ClientHello), the header and the first request leave in one
+// segment, which saves a system call here and a read and wake-up in the
+// upstream. It never waits for client bytes (a server-first protocol would
+// stall): the read is non-blocking and takes only what has arrived by the
+// time the upstream dial completed. It returns the payload bytes written.
+func writeHeader(upstream, client *net.TCPConn, hdr *proxyproto.Header) (int, error) {
+	h, err := hdr.Format()
+	if err != nil {
+		return 0, fmt.Errorf("format PROXY header: %w", err)
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := append((*bp)[:0], h...)
+	n, err := readAvailable(client, buf[len(buf):cap(buf)])
+	if err != nil {
+		return 0, err
+	}
+	buf = buf[:len(buf)+n]
+	if _, err := upstream.Write(buf); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// readAvailable reads what the socket holds right now, without waiting.
+// EOF and "nothing yet" both read as 0 bytes: the relay will see the EOF
+// again on its first read. Any other error is returned.
+func readAvailable(c *net.TCPConn, b []byte) (int, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	var rerr error
+	if err := rc.Read(func(fd uintptr) bool {
+		for {
+			n, rerr = syscall.Read(int(fd), b)
+			if rerr != syscall.EINTR {
+				return true
+			}
+		}
+	}); err != nil {
+		return 0, err
+	}
+	if rerr == syscall.EAGAIN || n < 0 {
+		return 0, nil
+	}
+	return n, rerr
 }

@@ -17,13 +17,20 @@ import (
 // upstream checks that /readyz reports. Probes never dial: a kubelet probing
 // every second on every replica would otherwise hammer the ingress.
 type health struct {
-	s   *Server
-	mu  sync.Mutex
-	ln  net.Listener
-	srv *http.Server
+	s        *Server
+	probeHdr []byte // written by every background check; see probeHeader
+	mu       sync.Mutex
+	ln       net.Listener
+	srv      *http.Server
 }
 
-func newHealth(s *Server) *health { return &health{s: s} }
+func newHealth(s *Server) (*health, error) {
+	hdr, err := probeHeader(s.cfg.ProxyProtocol)
+	if err != nil {
+		return nil, err
+	}
+	return &health{s: s, probeHdr: hdr}, nil
+}
 
 func (h *health) handler() http.Handler {
 	mux := http.NewServeMux()
@@ -36,24 +43,37 @@ func (h *health) handler() http.Handler {
 	return mux
 }
 
-func (h *health) readyz(w http.ResponseWriter, _ *http.Request) {
+// readyz is 200 unless shutdown has begun or every route's upstream failed
+// its last check. One process serves the routes of every target, so one
+// broken upstream must not withdraw the others: its clients are reset at
+// dial time (and counted), while every other route keeps serving. Per-route
+// state is in hairpin_proxy_upstream_up{route} and in /readyz?verbose.
+func (h *health) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	s := h.s
-	var down []string
+	var lines []string
+	down := 0
 	for _, rs := range s.routes {
+		state := "up"
 		if !rs.up.Load() {
-			down = append(down, fmt.Sprintf("route %s: upstream %s not accepting TCP", rs.Name, rs.Upstream))
+			state = "down"
+			down++
 		}
+		lines = append(lines, fmt.Sprintf("route %s: upstream %s %s", rs.Name, rs.Upstream, state))
 	}
+	status, summary := http.StatusOK, "ok"
 	switch {
 	case s.stopping.Load():
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintln(w, "shutting down")
-	case len(down) > 0:
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = fmt.Fprintln(w, strings.Join(down, "\n"))
-	default:
-		_, _ = fmt.Fprintln(w, "ok")
+		status, summary = http.StatusServiceUnavailable, "shutting down"
+	case down == len(s.routes):
+		status, summary = http.StatusServiceUnavailable, "every upstream is down"
+	case down > 0:
+		summary = fmt.Sprintf("ok: %d of %d upstreams down", down, len(s.routes))
+	}
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintln(w, summary)
+	if _, verbose := r.URL.Query()["verbose"]; verbose || status != http.StatusOK || down > 0 {
+		_, _ = fmt.Fprintln(w, strings.Join(lines, "\n"))
 	}
 }
 
@@ -127,20 +147,16 @@ func (h *health) shutdown() {
 }
 
 // check dials the route's upstream every ReadyInterval, starting at once so
-// a healthy proxy turns ready without waiting a full interval. The probe
-// connects and closes without sending anything: that is what "accepts TCP"
-// means, and it sends no PROXY header that the ingress would have to parse.
+// a healthy proxy turns ready without waiting a full interval. A connected
+// probe writes the probe header (see probeHeader) and closes: the upstream
+// then sees a well-formed connection that carries nothing, so its error log
+// stays clean.
 func (h *health) check(ctx context.Context, rs *routeServer) {
 	s := h.s
 	t := time.NewTicker(s.cfg.ReadyInterval)
 	defer t.Stop()
 	for first := true; ; first = false {
-		dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
-		conn, err := s.dial(dctx, "tcp", rs.Upstream)
-		cancel()
-		if conn != nil {
-			_ = conn.Close()
-		}
+		err := h.probe(ctx, rs)
 		if ctx.Err() != nil {
 			return
 		}
@@ -169,4 +185,27 @@ func (h *health) check(ctx context.Context, rs *routeServer) {
 		case <-t.C:
 		}
 	}
+}
+
+// probe makes one check of the route's upstream: connect, write the probe
+// header, close.
+func (h *health) probe(ctx context.Context, rs *routeServer) error {
+	s := h.s
+	// Not cancelled by shutdown: a dial that the kernel completed but Go
+	// abandoned would close the socket without a header, the very "broken
+	// header" this probe exists to avoid. DialTimeout still bounds it.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DialTimeout)
+	defer cancel()
+	conn, err := s.dial(dctx, "tcp", rs.Upstream)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.SetWriteDeadline(time.Now().Add(s.cfg.DialTimeout)); err != nil {
+		return fmt.Errorf("probe %s: %w", rs.Upstream, err)
+	}
+	if _, err := conn.Write(h.probeHdr); err != nil {
+		return fmt.Errorf("probe %s: write PROXY header: %w", rs.Upstream, err)
+	}
+	return nil
 }

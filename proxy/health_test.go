@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -141,5 +143,92 @@ func TestHealthServerExposesMetrics(t *testing.T) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestReadinessProbeSendsValidHeaderBeforeClosing: a probe that closed
+// without a header would make nginx log "broken header" every interval.
+func TestReadinessProbeSendsValidHeaderBeforeClosing(t *testing.T) {
+	tests := []struct {
+		version int
+		want    []byte
+	}{
+		{1, []byte("PROXY UNKNOWN\r\n")},
+		// v2 signature, version 2 + LOCAL (0x20), UNSPEC (0x00), length 0.
+		{2, []byte("\r\n\r\n\x00\r\nQUIT\n\x20\x00\x00\x00")},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {
+			up := newUpstream(t, "127.0.0.1", echo)
+			startProxy(t, testConfig(up.addr(), func(c *Config) { c.ProxyProtocol = tc.version }))
+			for range 3 {
+				select {
+				case got := <-up.probes:
+					if !bytes.Equal(got, tc.want) {
+						t.Fatalf("probe sent %q, want %q", got, tc.want)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("no readiness probe reached the upstream")
+				}
+			}
+		})
+	}
+}
+
+// TestBrokenUpstreamKeepsOtherRoutesReadyAndServing: one process serves the
+// routes of every target, so a dead upstream must take only its own route
+// down. /readyz stays 200 and names the broken route; only when every
+// upstream is down does it fail.
+func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
+	good := newUpstream(t, "127.0.0.1", echo)
+	dead := closedPort(t)
+	s := startProxy(t, testConfig(good.addr(), func(c *Config) {
+		c.Routes = []Route{
+			{Name: "tenant-a", Listen: "127.0.0.1:0", Upstream: good.addr()},
+			{Name: "tenant-b", Listen: "127.0.0.1:0", Upstream: dead},
+		}
+	}))
+	eventually(t, 2*time.Second, "tenant-b checked and down", func() bool {
+		return metricValue(t, s, "hairpin_proxy_upstream_up", map[string]string{"route": "tenant-a"}) == 1 &&
+			!s.routes[1].up.Load() && s.Ready()
+	})
+	for range 3 { // across several check intervals
+		time.Sleep(2 * s.cfg.ReadyInterval)
+		code, body := get(s, "/readyz")
+		if code != http.StatusOK {
+			t.Fatalf("/readyz = %d %q with one of two upstreams down, want 200", code, body)
+		}
+		if !strings.Contains(body, "1 of 2 upstreams down") || !strings.Contains(body, "route tenant-b: upstream "+dead+" down") {
+			t.Fatalf("/readyz body %q does not name the broken route", body)
+		}
+	}
+	if v := metricValue(t, s, "hairpin_proxy_upstream_up", map[string]string{"route": "tenant-b"}); v != 0 {
+		t.Fatalf("upstream_up{tenant-b} = %v, want 0", v)
+	}
+	if v := metricValue(t, s, "hairpin_proxy_ready", nil); v != 1 {
+		t.Fatalf("hairpin_proxy_ready = %v, want 1", v)
+	}
+	_, body := get(s, "/readyz?verbose")
+	if !strings.Contains(body, "route tenant-a: upstream "+good.addr()+" up") {
+		t.Fatalf("/readyz?verbose %q does not list the healthy route", body)
+	}
+
+	c := dialProxy(t, s, "tenant-a")
+	if _, err := c.Write([]byte("still served")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.CloseWrite()
+	if got, err := io.ReadAll(c); err != nil || string(got) != "still served" {
+		t.Fatalf("healthy route echo = %q, %v", got, err)
+	}
+	dialExpectClosed(t, s, "tenant-b", 2*time.Second)
+
+	good.close()
+	eventually(t, 2*time.Second, "not ready once every upstream is down", func() bool {
+		code, _ := get(s, "/readyz")
+		return code == http.StatusServiceUnavailable && !s.Ready()
+	})
+	if _, body := get(s, "/readyz"); !strings.Contains(body, "every upstream is down") {
+		t.Fatalf("/readyz body %q", body)
 	}
 }

@@ -31,6 +31,7 @@ type upstreamConn struct {
 type fakeUpstream struct {
 	ln      net.Listener
 	headers chan *proxyproto.Header
+	probes  chan []byte // raw bytes of each readiness probe
 	wg      sync.WaitGroup
 }
 
@@ -42,7 +43,7 @@ func newUpstream(t testing.TB, host string, handle func(uc upstreamConn)) *fakeU
 	if err != nil {
 		t.Fatalf("upstream listen: %v", err)
 	}
-	u := &fakeUpstream{ln: ln, headers: make(chan *proxyproto.Header, 64)}
+	u := &fakeUpstream{ln: ln, headers: make(chan *proxyproto.Header, 64), probes: make(chan []byte, 64)}
 	u.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -53,9 +54,16 @@ func newUpstream(t testing.TB, host string, handle func(uc upstreamConn)) *fakeU
 				defer c.Close()
 				r := bufio.NewReaderSize(c, 64<<10)
 				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				// A readiness probe sends a header and closes: peek
+				// everything it sent before parsing.
+				raw, _ := r.Peek(16)
 				hdr, err := proxyproto.Read(r)
-				if err != nil {
-					// The readiness probe connects and closes without data.
+				if err != nil || hdr.Command.IsLocal() {
+					rest, _ := io.ReadAll(r)
+					select {
+					case u.probes <- append(append([]byte(nil), raw...), rest...):
+					default:
+					}
 					return
 				}
 				_ = c.SetReadDeadline(time.Time{})

@@ -72,7 +72,9 @@ var kernelSuite = []string{
 	"TestDrainTimeoutClosesRemainingConnections",
 	"TestShutdownContextCancelClosesAtOnce",
 	"TestManyShortConnectionsLeakNothing",
-	"TestProxyWritesHeaderWithClientAndDialledAddress",
+	"TestProxyWritesHeaderWithClientAndLocalAddress",
+	"TestClientFirstBytesTravelWithHeader",
+	"TestServerFirstProtocolIsNotDelayed",
 	"TestHeaderPortOverrideIsWritten",
 	"TestHealthServerExposesMetrics",
 }

@@ -144,8 +144,11 @@ type routeMetrics struct {
 	dialDuration prometheus.Observer
 	connDuration prometheus.Observer
 	up           prometheus.Gauge
-	m            *metrics
-	route        string
+	// The per-reason children, looked up once: a label lookup hashes its
+	// values on every call, and close runs for every connection.
+	refused    map[string]prometheus.Counter
+	closed     map[string]prometheus.Counter
+	dialErrors map[string]prometheus.Counter
 }
 
 func (m *metrics) forRoute(name string) *routeMetrics {
@@ -157,25 +160,24 @@ func (m *metrics) forRoute(name string) *routeMetrics {
 		dialDuration: m.dialDuration.WithLabelValues(name),
 		connDuration: m.connDuration.WithLabelValues(name),
 		up:           m.upstreamUp.WithLabelValues(name),
-		m:            m,
-		route:        name,
+		refused:      map[string]prometheus.Counter{},
+		closed:       map[string]prometheus.Counter{},
+		dialErrors:   map[string]prometheus.Counter{},
 	}
-	// Pre-create the label sets dashboards alert on, so they read 0 rather
+	// Created up front, so the label sets dashboards alert on read 0 rather
 	// than being absent before the first event.
 	for _, r := range []string{refusedCap, refusedHeader, refusedDial, refusedShutdown} {
-		m.refused.WithLabelValues(name, r)
+		rm.refused[r] = m.refused.WithLabelValues(name, r)
 	}
 	for _, c := range []string{dialErrTimeout, dialErrRefused, dialErrDNS, dialErrOther} {
-		m.dialErrors.WithLabelValues(name, c)
+		rm.dialErrors[c] = m.dialErrors.WithLabelValues(name, c)
 	}
 	for _, r := range []string{closedEOF, closedError, closedIdle, closedDrain} {
-		m.closed.WithLabelValues(name, r)
+		rm.closed[r] = m.closed.WithLabelValues(name, r)
 	}
 	return rm
 }
 
-func (rm *routeMetrics) refuse(reason string) { rm.m.refused.WithLabelValues(rm.route, reason).Inc() }
-func (rm *routeMetrics) close(reason string)  { rm.m.closed.WithLabelValues(rm.route, reason).Inc() }
-func (rm *routeMetrics) dialError(cause string) {
-	rm.m.dialErrors.WithLabelValues(rm.route, cause).Inc()
-}
+func (rm *routeMetrics) refuse(reason string)   { rm.refused[reason].Inc() }
+func (rm *routeMetrics) close(reason string)    { rm.closed[reason].Inc() }
+func (rm *routeMetrics) dialError(cause string) { rm.dialErrors[cause].Inc() }

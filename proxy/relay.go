@@ -10,7 +10,7 @@ import (
 
 // copyFunc is the seam between a connection's lifecycle and its bytes: it
 // carries one direction, src to dst, once the PROXY header is on the wire.
-// The default is spliceCopy; an in-kernel relay replaces it for both
+// The default is adaptiveCopy; the in-kernel relay replaces it for both
 // directions of every connection.
 //
 // Contract:
@@ -67,6 +67,9 @@ type relay struct {
 	lastMove  time.Time
 	timer     *time.Timer
 
+	pending atomic.Int32 // directions still running
+	done    func(reason string, up, down int64)
+
 	abortOnce sync.Once
 	reason    atomic.Value // string: why the relay was cut short
 }
@@ -122,34 +125,39 @@ func (r *relay) publish() bool {
 	return any
 }
 
-// run relays until both directions end and returns the close reason and the
-// bytes moved each way. Both connections are closed when it returns.
-func (r *relay) run() (reason string, up, down int64) {
+// start runs both directions, each on a goroutine of its own whose stack
+// holds nothing but the copy, and returns. The last direction to end stops
+// the clock, closes both connections, publishes the final byte counts and
+// calls done with the close reason and the bytes moved each way.
+func (r *relay) start(done func(reason string, up, down int64)) {
 	r.tickMu.Lock()
 	r.lastMove = time.Now()
 	r.timer = time.AfterFunc(r.tick, r.onTick)
 	r.tickMu.Unlock()
+	r.done = done
+	r.pending.Store(2)
+	go r.direction(r.client, r.upstream, &r.moved[toClient])
+	go r.direction(r.upstream, r.client, &r.moved[toUp])
+}
 
-	done := make(chan struct{})
-	go func() {
-		r.direction(r.client, r.upstream, &r.moved[toClient])
-		close(done)
-	}()
-	r.direction(r.upstream, r.client, &r.moved[toUp])
-	<-done
-
+// end is called once per direction; the second call finishes the relay.
+func (r *relay) end() {
+	if r.pending.Add(-1) != 0 {
+		return
+	}
 	r.timer.Stop()
 	r.abort(closedEOF)
 	r.tickMu.Lock()
 	r.publish()
 	r.tickMu.Unlock()
-	return r.abortReason(), r.moved[toUp].Load(), r.moved[toClient].Load()
+	r.done(r.abortReason(), r.moved[toUp].Load(), r.moved[toClient].Load())
 }
 
 // direction copies src to dst and turns the outcome into the relay's
 // semantics: EOF becomes a half-close of dst, so a client that half-closes
 // still gets its response; an error closes both sides.
 func (r *relay) direction(dst, src *net.TCPConn, moved *atomic.Int64) {
+	defer r.end()
 	if err := r.copy(dst, src, moved, r.tick); err != nil {
 		r.abort(closedError)
 		return

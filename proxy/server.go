@@ -37,10 +37,11 @@ type Server struct {
 
 	mu        sync.Mutex
 	conns     map[*clientConn]struct{}
-	started   bool        // Start was called (or Shutdown ran first)
-	running   bool        // Start succeeded
-	accepting bool        // false once the listeners begin to close
-	stopping  atomic.Bool // /readyz fails from here on
+	work      chan *clientConn // to idle setup workers; see dispatch
+	started   bool             // Start was called (or Shutdown ran first)
+	running   bool             // Start succeeded
+	accepting bool             // false once the listeners begin to close
+	stopping  atomic.Bool      // /readyz fails from here on
 
 	connWG sync.WaitGroup // one per clientConn handler
 	bgWG   sync.WaitGroup // accept loops, checkers, summariser
@@ -89,12 +90,13 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		log:     slog.New(slog.DiscardHandler),
 		version: "dev",
 		conns:   map[*clientConn]struct{}{},
+		work:    make(chan *clientConn),
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.copy == nil {
-		s.copy = spliceCopy
+		s.copy = adaptiveCopy
 		s.copyDefault = true
 	}
 	if s.dial == nil {
@@ -106,7 +108,11 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	for _, r := range cfg.Routes {
 		s.routes = append(s.routes, &routeServer{Route: r, metrics: s.metrics.forRoute(r.Name)})
 	}
-	s.health = newHealth(s)
+	h, err := newHealth(s)
+	if err != nil {
+		return nil, err
+	}
+	s.health = h
 	return s, nil
 }
 
@@ -150,6 +156,10 @@ func (s *Server) Start() error {
 	s.running = true
 	s.health.start(s.bgCtx, &s.bgWG)
 	s.bgWG.Go(func() { s.dialLog.run(s.bgCtx) })
+	if fit := DefaultMaxConns(); s.cfg.MaxConns == 0 || s.cfg.MaxConns > fit {
+		s.log.Warn("max-conns exceeds what the fd limit allows; EMFILE, not the cap, will refuse connections",
+			"max_conns", s.cfg.MaxConns, "fits", fit, "fds_per_conn", fdsPerConn)
+	}
 	for _, rs := range s.routes {
 		s.bgWG.Go(func() { s.acceptLoop(rs) })
 		s.log.Info("route listening", "route", rs.Name, "listen", rs.ln.Addr().String(),
@@ -183,18 +193,18 @@ func (s *Server) Addr(route string) net.Addr {
 // HealthAddr returns the bound health address, or nil if disabled.
 func (s *Server) HealthAddr() net.Addr { return s.health.addr() }
 
-// Ready reports what /readyz reports: every upstream accepted TCP at its
-// last check and shutdown has not begun.
+// Ready reports what /readyz reports: shutdown has not begun and at least
+// one route's upstream accepted TCP at its last check.
 func (s *Server) Ready() bool {
 	if s.stopping.Load() {
 		return false
 	}
 	for _, rs := range s.routes {
-		if !rs.up.Load() {
-			return false
+		if rs.up.Load() {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // Shutdown runs the shutdown sequence and returns when it is complete:
@@ -317,16 +327,22 @@ func (s *Server) acceptLoop(rs *routeServer) {
 // s.mu with shutdown, so no connection slips in after the drain wait began.
 func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	rs.metrics.accepted.Inc()
+	// The connection is complete, its cancel function included, before
+	// s.conns publishes it: abortAll may call abort the moment s.mu is
+	// released.
 	c := &clientConn{srv: s, rs: rs, conn: conn, accepted: time.Now()}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	s.mu.Lock()
 	if !s.accepting {
 		s.mu.Unlock()
+		c.cancel()
 		rs.metrics.refuse(refusedShutdown)
 		resetClose(conn)
 		return
 	}
 	if s.cfg.MaxConns > 0 && s.active.Load() >= int64(s.cfg.MaxConns) {
 		s.mu.Unlock()
+		c.cancel()
 		rs.metrics.refuse(refusedCap)
 		s.log.Debug("connection over cap refused", "route", rs.Name, "client", conn.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
 		resetClose(conn)
@@ -336,9 +352,39 @@ func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	s.conns[c] = struct{}{}
 	s.connWG.Add(1)
 	s.mu.Unlock()
-	c.ctx, c.cancel = context.WithCancel(context.Background())
 	rs.metrics.active.Inc()
-	go c.serve()
+	s.dispatch(c)
+}
+
+// workerIdle is how long a connection-setup worker waits for the next
+// connection before it exits.
+const workerIdle = time.Second
+
+// dispatch hands c to an idle setup worker, or starts one. Workers keep
+// the stack that building a header and dialling grew (several KiB), so a
+// steady stream of new connections pays no stack growth; the relay's own
+// goroutines start small and stay small, which is what idle connections
+// cost in memory.
+func (s *Server) dispatch(c *clientConn) {
+	select {
+	case s.work <- c:
+	default:
+		go s.worker(c)
+	}
+}
+
+func (s *Server) worker(c *clientConn) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		c.serve()
+		t.Reset(workerIdle)
+		select {
+		case c = <-s.work:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 func (s *Server) release(c *clientConn) {

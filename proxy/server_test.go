@@ -342,3 +342,37 @@ func TestManyShortConnectionsLeakNothing(t *testing.T) {
 	}
 	assertNoKernelLeak(t, s)
 }
+
+// TestAbortDuringAdmitIsSafe closes every connection over and over while
+// new ones are admitted: a connection must be complete (its cancel function
+// included) before shutdown can see it. Run with -race.
+func TestAbortDuringAdmitIsSafe(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", echo)
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.MaxConns = 0 }))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.abortAll(closedDrain)
+			}
+		}
+	})
+	var dialers sync.WaitGroup
+	for range 8 {
+		dialers.Go(func() {
+			for range 200 {
+				c, err := net.Dial("tcp", s.Addr("r").String())
+				if err == nil {
+					_ = c.Close()
+				}
+			}
+		})
+	}
+	dialers.Wait()
+	close(stop)
+	wg.Wait()
+}

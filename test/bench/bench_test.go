@@ -28,6 +28,10 @@ const EnvBench = "HAIRPIN_BENCH"
 // EnvQuick selects the smoke-run settings.
 const EnvQuick = "BENCH_QUICK"
 
+// EnvOnly, set to "proxy", runs only the proxy phase and merges its figures
+// into the existing results.json, keeping the DNS and kube figures.
+const EnvOnly = "BENCH_ONLY"
+
 // EnvProfileDir, when set, makes the DNS phase take a CPU profile of the
 // hairpin and hosts servers at the largest size (CoreDNS's pprof plugin) into
 // that folder, for investigating a missed target. It is off for the recorded
@@ -137,14 +141,22 @@ func TestBench(t *testing.T) {
 		t.Skipf("benchmarks run only with %s=1 (make bench)", EnvBench)
 	}
 	cfg := newConfig()
-	for _, tool := range []string{"dnsperf", "wrk", "haproxy", "curl"} {
+	only := os.Getenv(EnvOnly)
+	if only != "" && only != "proxy" {
+		t.Fatalf("%s=%q: the only phase that runs alone is proxy", EnvOnly, only)
+	}
+	tools := []string{"dnsperf", "wrk", "haproxy", "curl"}
+	if only == "proxy" {
+		tools = tools[1:]
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is missing (make bench installs dnsperf, wrk, haproxy, nginx): %v", tool, err)
 		}
 	}
-	bin := map[string]string{
-		"coredns": harness.RequireBinary(t, "coredns"),
-		"proxy":   harness.RequireBinary(t, "hairpin-proxy"),
+	bin := map[string]string{"proxy": harness.RequireBinary(t, "hairpin-proxy")}
+	if only != "proxy" {
+		bin["coredns"] = harness.RequireBinary(t, "coredns")
 	}
 	start := time.Now()
 	res := &Results{
@@ -167,13 +179,39 @@ func TestBench(t *testing.T) {
 
 	// The proxy phase first, while no control plane runs.
 	t.Run("proxy", func(t *testing.T) { benchProxy(t, cfg, bin, res) })
-	t.Run("kube", func(t *testing.T) { benchKube(t, cfg, bin, res) })
+	if only == "proxy" {
+		res = mergeProxy(t, res)
+	} else {
+		t.Run("kube", func(t *testing.T) { benchKube(t, cfg, bin, res) })
+	}
 
-	res.DurationS = round(time.Since(start).Seconds(), 1)
+	if only == "proxy" {
+		res.ProxyExtra["run_time_s"] = round(time.Since(start).Seconds(), 1)
+	} else {
+		res.DurationS = round(time.Since(start).Seconds(), 1)
+	}
 	if t.Failed() {
 		t.Log("bench: something broke; results are written anyway, marked as failed")
 	}
 	writeResults(t, res, t.Failed())
+}
+
+// mergeProxy puts a proxy-only run's figures into the recorded results.json,
+// so that BENCH_ONLY=proxy leaves the other phases' figures in place.
+func mergeProxy(t *testing.T, proxyRun *Results) *Results {
+	b, err := os.ReadFile("results.json")
+	if err != nil {
+		t.Logf("bench: no results.json to merge into (%v); writing the proxy figures alone", err)
+		return proxyRun
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	res.Proxy, res.ProxyExtra = proxyRun.Proxy, proxyRun.ProxyExtra
+	res.ProxyExtra["run"] = fmt.Sprintf("%s=proxy on %s, quick=%v, reps=%d; the other sections are from %s",
+		EnvOnly, proxyRun.Date, proxyRun.Quick, proxyRun.Repetitions, res.Date)
+	return &res
 }
 
 func writeResults(t *testing.T, res *Results, failed bool) {

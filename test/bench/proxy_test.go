@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +29,20 @@ const (
 	nginxWorkers = 2
 	haproxyPath  = "/usr/sbin/haproxy"
 )
+
+// EnvProxyAlt names further hairpin-proxy binaries to measure alongside
+// ours, comma-separated; they are named alt1, alt2, ... in the log.
+const EnvProxyAlt = "BENCH_PROXY_ALT"
+
+func altBinaries() map[string]string {
+	alts := map[string]string{}
+	for i, b := range strings.Split(os.Getenv(EnvProxyAlt), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			alts[fmt.Sprintf("alt%d", i+1)] = b
+		}
+	}
+	return alts
+}
 
 // proxyPath is one way to reach nginx: through our proxy, through HAProxy,
 // or directly.
@@ -170,6 +186,14 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		startHAProxy(t, ngx.HTTPAddr),
 		{name: "direct", addr: ngx.PlainHTTPAddr},
 	}
+	// A second build of our proxy, interleaved with the others, to compare
+	// a change side by side; its figures are logged, not recorded.
+	alts := altBinaries()
+	for _, name := range slices.Sorted(maps.Keys(alts)) {
+		p := startOurProxy(t, alts[name], ngx.HTTPAddr)
+		p.name = name
+		paths = append(paths, p)
+	}
 	for _, p := range paths {
 		if err := checkPath(ctx, p); err != nil {
 			t.Fatal(err)
@@ -178,6 +202,23 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	type series map[string][]float64
 	ka, kaP50, kaP99, cps, latP50, latP99, mbps := series{}, series{}, series{}, series{}, series{}, series{}, series{}
 
+	// CPU time of the proxy process per request: unlike req/s it barely
+	// moves when other work shares the machine, so it is what tells two
+	// builds apart.
+	cpuPerReq := series{}
+	measure := func(p proxyPath, what string, conns int, d time.Duration, extra ...string) (wrkResult, string, error) {
+		var before float64
+		if p.proc != nil {
+			before = cpuSeconds(p.proc.Cmd.Process.Pid)
+		}
+		r, out, err := runWrk(ctx, p.url("/"), conns, d, extra...)
+		if p.proc != nil && err == nil && r.Requests > 0 {
+			us := (cpuSeconds(p.proc.Cmd.Process.Pid) - before) * 1e6 / float64(r.Requests)
+			cpuPerReq[p.name+"_"+what] = append(cpuPerReq[p.name+"_"+what], us)
+			t.Logf("bench: proxy %-7s %-9s %6.1f us CPU per request", p.name, what, us)
+		}
+		return r, out, err
+	}
 	check := func(p proxyPath, what string, r wrkResult, out string) {
 		t.Logf("bench: proxy %-7s %-9s %9.0f req/s, p50 %7.0f us, p99 %7.0f us, %d requests, %d socket errors, %d non-2xx",
 			p.name, what, r.RPS, r.P50US, r.P99US, r.Requests, r.Errors, r.Non2xx)
@@ -199,7 +240,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	// Each measure runs interleaved: ours, haproxy, direct, ours, ...
 	for rep := 0; rep < cfg.reps; rep++ {
 		for _, p := range paths {
-			r, out, err := runWrk(ctx, p.url("/"), wrkConns, cfg.wrkDur)
+			r, out, err := measure(p, "keepalive", wrkConns, cfg.wrkDur)
 			if err != nil {
 				t.Fatalf("%s keep-alive: %v", p.name, err)
 			}
@@ -209,7 +250,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	}
 	for rep := 0; rep < cfg.reps; rep++ {
 		for _, p := range paths {
-			r, out, err := runWrk(ctx, p.url("/"), wrkConns, cfg.wrkDur, "-H", "Connection: close")
+			r, out, err := measure(p, "conn/req", wrkConns, cfg.wrkDur, "-H", "Connection: close")
 			if err != nil {
 				t.Fatalf("%s new connections: %v", p.name, err)
 			}
@@ -219,7 +260,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	}
 	for rep := 0; rep < cfg.reps; rep++ {
 		for _, p := range paths {
-			r, out, err := runWrk(ctx, p.url("/"), 1, cfg.latDur)
+			r, out, err := measure(p, "latency", 1, cfg.latDur)
 			if err != nil {
 				t.Fatalf("%s latency: %v", p.name, err)
 			}
@@ -229,8 +270,17 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	}
 	for rep := 0; rep < cfg.reps; rep++ {
 		for _, p := range paths {
+			var before float64
+			if p.proc != nil {
+				before = cpuSeconds(p.proc.Cmd.Process.Pid)
+			}
 			out, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null",
 				"-w", "%{http_code} %{size_download} %{speed_download}", p.url(bulk))
+			if p.proc != nil && err == nil {
+				ms := (cpuSeconds(p.proc.Cmd.Process.Pid) - before) * 1e3 / (float64(cfg.bulkBytes) / 1e9)
+				cpuPerReq[p.name+"_bulk_ms_per_GB"] = append(cpuPerReq[p.name+"_bulk_ms_per_GB"], ms)
+				t.Logf("bench: proxy %-7s bulk      %6.0f ms CPU per GB", p.name, ms)
+			}
 			if err != nil {
 				t.Fatalf("%s bulk: %v", p.name, err)
 			}
@@ -256,22 +306,35 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		res.ProxyExtra[p.name+"_cps_runs"] = roundAll(cps[p.name], 0)
 		res.ProxyExtra[p.name+"_mbps_runs"] = roundAll(mbps[p.name], 0)
 	}
+	for k, v := range cpuPerReq {
+		if strings.HasSuffix(k, "_per_GB") {
+			res.ProxyExtra[k+"_cpu"] = round(median(v), 0)
+			continue
+		}
+		res.ProxyExtra[strings.ReplaceAll(k, "/", "_per_")+"_cpu_us_per_req"] = round(median(v), 1)
+	}
 	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
 		wrkConns, cfg.wrkDur, cfg.latDur, cfg.bulkBytes, nginxWorkers, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0))
-	for _, p := range paths[:2] {
-		p.proc.Stop()
+	for _, p := range paths {
+		if p.proc != nil {
+			p.proc.Stop()
+		}
 	}
 
 	// Idle connections: fresh processes, so earlier load does not inflate
 	// the figure; interleaved ours, haproxy, ours, ...
 	idle, base := series{}, series{}
 	for rep := 0; rep < cfg.reps; rep++ {
-		for _, name := range []string{"ours", "haproxy"} {
+		names := append([]string{"ours", "haproxy"}, slices.Sorted(maps.Keys(alts))...)
+		for _, name := range names {
 			var p proxyPath
-			if name == "ours" {
+			switch name {
+			case "ours":
 				p = startOurProxy(t, bin["proxy"], ngx.HTTPAddr)
-			} else {
+			case "haproxy":
 				p = startHAProxy(t, ngx.HTTPAddr)
+			default:
+				p = startOurProxy(t, alts[name], ngx.HTTPAddr)
 			}
 			b, r := idleRSS(t, p, cfg.idleConns)
 			t.Logf("bench: proxy %-7s RSS %.1f MiB idle, %.1f MiB with %d idle connections", name, b, r, cfg.idleConns)
@@ -362,6 +425,28 @@ func idleRSS(t *testing.T, p proxyPath, n int) (before, with float64) {
 	}
 	return before, median(samples)
 }
+
+// cpuSeconds is a process's user+system CPU time so far (all threads), from
+// /proc/PID/stat; 0 if unreadable.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the ")" that ends the command name: state is field 3,
+	// utime and stime are fields 14 and 15.
+	rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTicks
+}
+
+// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTicks = 100
 
 func countFDs(pid int) int {
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))

@@ -44,6 +44,9 @@ type NginxOptions struct {
 	// Workers, when > 0, runs a master with that many worker processes (as
 	// root); 0 runs one process with master_process off.
 	Workers int
+	// ErrorLogLevel is the error_log level. Default: notice, ingress-nginx's
+	// default error-log-level; "info" also shows closed connections.
+	ErrorLogLevel string
 }
 
 // Nginx is a running nginx configured the way ingress-nginx configures itself
@@ -136,7 +139,10 @@ func StartNginx(t testing.TB, opts NginxOptions) *Nginx {
 	n.AccessLogPath = filepath.Join(n.Dir, "access.log")
 	n.ErrorLogPath = filepath.Join(n.Dir, "error.log")
 	var conf bytes.Buffer
-	if err := nginxConf.Execute(&conf, map[string]any{"N": n, "Workers": opts.Workers}); err != nil {
+	if opts.ErrorLogLevel == "" {
+		opts.ErrorLogLevel = "notice"
+	}
+	if err := nginxConf.Execute(&conf, map[string]any{"N": n, "Workers": opts.Workers, "ErrorLogLevel": opts.ErrorLogLevel}); err != nil {
 		t.Fatalf("harness: nginx config: %v", err)
 	}
 	if err := os.WriteFile(n.ConfigPath, conf.Bytes(), 0o644); err != nil {
@@ -284,7 +290,7 @@ master_process off;
 worker_processes 1;
 {{- end}}
 pid {{.N.Dir}}/nginx.pid;
-error_log {{.N.ErrorLogPath}} notice;
+error_log {{.N.ErrorLogPath}} {{.ErrorLogLevel}};
 worker_rlimit_nofile 65536;
 
 events {

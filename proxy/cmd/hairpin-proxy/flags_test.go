@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
+	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +27,10 @@ func TestParseRoute(t *testing.T) {
 			want: proxy.Route{Name: "https", Listen: ":8443", Upstream: "ingress-nginx-controller.ingress-nginx.svc:443", HeaderPort: 8443}},
 		{in: "[::1]:8080=[::1]:80",
 			want: proxy.Route{Name: "[::1]:8080", Listen: "[::1]:8080", Upstream: "[::1]:80", HeaderPort: 80}},
+		{in: ":8443=ingress:443,dest-addr=203.0.113.10",
+			want: proxy.Route{Name: ":8443", Listen: ":8443", Upstream: "ingress:443", HeaderPort: 443, DestAddr: netip.MustParseAddr("203.0.113.10")}},
+		{in: ":8443=ingress:443,dest-addr=2001:db8::10,name=v6",
+			want: proxy.Route{Name: "v6", Listen: ":8443", Upstream: "ingress:443", HeaderPort: 443, DestAddr: netip.MustParseAddr("2001:db8::10")}},
 		{in: " 127.0.0.1:0=10.0.0.1:443 ",
 			want: proxy.Route{Name: "127.0.0.1:0", Listen: "127.0.0.1:0", Upstream: "10.0.0.1:443", HeaderPort: 443}},
 
@@ -48,6 +55,8 @@ func TestParseRoute(t *testing.T) {
 		{in: ":8080=ingress:80,colour=blue", wantErr: `unknown option "colour"`},
 		{in: ":8080=ingress:80,name=", wantErr: "name is empty"},
 		{in: ":8080=ingress:80,junk", wantErr: `option "junk": want key=value`},
+		{in: ":8080=ingress:80,dest-addr=lb.example.com", wantErr: `dest-addr: "lb.example.com" is not an IP address`},
+		{in: ":8080=ingress:80,dest-addr=", wantErr: `dest-addr: "" is not an IP address`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
@@ -160,6 +169,9 @@ func TestParseArgs(t *testing.T) {
 		{name: "upstream is own listen address (localhost)", args: []string{"--route", "127.0.0.1:8080=localhost:8080"}, wantErr: "is the route's own listen address"},
 		{name: "upstream is own listen address (same IP)", args: []string{"--route", "[::1]:8080=[::1]:8080"}, wantErr: "is the route's own listen address"},
 		{name: "upstream is another route", args: []string{"--route", ":8080=127.0.0.1:8081", "--route", ":8081=b:80"}, wantErr: `upstream 127.0.0.1:8081 is the listen address of route ":8081=b:80"`},
+		{name: "dest-addr unspecified", args: []string{"--route", ":8080=a:80,dest-addr=0.0.0.0"}, wantErr: `route ":8080=a:80,dest-addr=0.0.0.0": dest-addr: 0.0.0.0: unspecified address`},
+		{name: "dest-addr with zone", args: []string{"--route", ":8080=a:80,dest-addr=fe80::1%eth0"}, wantErr: "dest-addr: fe80::1%eth0: a zone cannot be written in a PROXY header"},
+		{name: "dest-addr IPv6 on IPv4 listener", args: []string{"--route", "127.0.0.1:8080=a:80,dest-addr=2001:db8::1"}, wantErr: "dest-addr: 2001:db8::1 is IPv6 but listen address 127.0.0.1:8080 only accepts IPv4 clients"},
 		{name: "unknown protocol version", args: []string{"--route", ":8080=a:80", "--proxy-protocol", "3"}, wantErr: "proxy-protocol: unknown version 3 (want 1 or 2)"},
 		{name: "protocol version not a number", args: []string{"--route", ":8080=a:80", "--proxy-protocol", "v2"}, wantErr: `invalid value "v2" for flag -proxy-protocol: "v2" is not an integer`},
 		{name: "negative drain timeout", args: []string{"--route", ":8080=a:80", "--drain-timeout=-1s"}, wantErr: `invalid value "-1s" for flag -drain-timeout: negative duration -1s`},
@@ -218,7 +230,7 @@ func TestHelpDocumentsEveryFlagWithEnvAndDefault(t *testing.T) {
 		"--proxy-protocol", "HAIRPIN_PROXY_PROXY_PROTOCOL", `default "1"`,
 		"--dial-timeout", "HAIRPIN_PROXY_DIAL_TIMEOUT", `default "5s"`,
 		"--idle-timeout", "HAIRPIN_PROXY_IDLE_TIMEOUT", `default "10m0s"`,
-		"--max-conns", "HAIRPIN_PROXY_MAX_CONNS", `default "10000"`,
+		"--max-conns", "HAIRPIN_PROXY_MAX_CONNS", fmt.Sprintf("default %q", strconv.Itoa(proxy.DefaultMaxConns())), "RLIMIT_NOFILE",
 		"--drain-timeout", "HAIRPIN_PROXY_DRAIN_TIMEOUT", `default "25s"`,
 		"--lameduck", "HAIRPIN_PROXY_LAMEDUCK",
 		"--health-addr", "HAIRPIN_PROXY_HEALTH_ADDR", `default ":9090"`,

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/coredns-hairpin/hairpin/proxy"
@@ -10,7 +11,7 @@ import (
 )
 
 // routeSyntax documents the --route value format; it is shown in --help.
-const routeSyntax = "LISTEN=UPSTREAM[,header-port=PORT][,name=NAME]"
+const routeSyntax = "LISTEN=UPSTREAM[,header-port=PORT][,name=NAME][,dest-addr=IP]"
 
 // parseRoute parses one route in routeSyntax, for example
 // ":8443=ingress-nginx-controller.ingress-nginx.svc:443,header-port=443".
@@ -57,8 +58,15 @@ func parseRoute(s string) (proxy.Route, error) {
 				return r, fmt.Errorf("route %q: name is empty", s)
 			}
 			r.Name = val
+		case "dest-addr":
+			a, err := netip.ParseAddr(val)
+			if err != nil {
+				return r, fmt.Errorf("route %q: dest-addr: %q is not an IP address", s, val)
+			}
+			// The rest (zone, family) is checked by Config.Validate.
+			r.DestAddr = a
 		default:
-			return r, fmt.Errorf("route %q: unknown option %q (known: header-port, name)", s, key)
+			return r, fmt.Errorf("route %q: unknown option %q (known: header-port, name, dest-addr)", s, key)
 		}
 	}
 	if r.HeaderPort == 0 {
