@@ -13,8 +13,8 @@ import (
 // first direction of a connection to arrive hands both sockets to the
 // kernel, and each direction then waits in sockmap's Copy, which meets the
 // copyFunc contract, while the kernel moves the bytes. A connection the
-// kernel refuses (a client that half-closed before the handover, full
-// maps) is relayed by adaptiveCopy instead, both directions alike.
+// kernel refuses (a socket that already received a FIN, full maps) is
+// relayed by adaptiveCopy instead, both directions alike.
 type kernelCopier struct {
 	relay    *sockmap.Relay
 	fallback func() // counts a connection relayed in userspace

@@ -36,7 +36,7 @@ func requireKernelRelay(t testing.TB, s *Server) {
 	// in userspace; say how many, so the suite's coverage is visible.
 	t.Cleanup(func() {
 		if v := metricValue(t, s, "hairpin_proxy_kernel_relay_userspace_total", nil); v > 0 {
-			t.Logf("kernel suite: %v connection(s) relayed in userspace (client FIN before the handover)", v)
+			t.Logf("kernel suite: %v connection(s) relayed in userspace (a FIN arrived before the handover)", v)
 		}
 	})
 }

@@ -105,7 +105,7 @@ func newMetrics(version string) *metrics {
 		}, []string{"state"}),
 		kernelUserspace: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: metricPrefix + "kernel_relay_userspace_total",
-			Help: "Connections relayed in userspace although the in-kernel relay is active, e.g. a client that half-closed before the handover.",
+			Help: "Connections relayed in userspace although the in-kernel relay is active: a socket had already received a FIN (from the client or the upstream) when it was to be handed over.",
 		}),
 	}
 	info := prometheus.NewGauge(prometheus.GaugeOpts{

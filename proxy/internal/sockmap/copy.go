@@ -10,9 +10,9 @@ import (
 )
 
 // ErrDataInUserspace is returned by Copy when a segment reached the process
-// for a direction the kernel should have relayed: its peer had left the
-// sockhash. Relaying it now could reorder the stream, so the connection
-// must be closed.
+// for a direction the kernel should have relayed (its peer was not in the
+// sockhash) and relaying it now could reorder the stream (see adoptStray),
+// so the connection must be closed.
 var ErrDataInUserspace = errors.New("relayed data reached userspace")
 
 // Copy carries the direction whose source is src (one of the pair's two
@@ -89,7 +89,7 @@ func (c *copier) run() error {
 	var b [512]byte
 	n, err := c.read(b[:])
 	if n > 0 {
-		if !c.src.held.Load() {
+		if !c.src.held.Load() && !c.adoptStray() {
 			return ErrDataInUserspace
 		}
 		err = c.userspace(b[:n])
@@ -101,6 +101,29 @@ func (c *copier) run() error {
 		return net.ErrClosed
 	}
 	return nil
+}
+
+// adoptStray decides about data that reached userspace on a direction that
+// is not held. The program keeps a segment on its socket when the peer is
+// not in the sockhash, which happens during the handover although the
+// receive low-water mark holds segments back then: a FIN sets SOCK_DONE,
+// and TCP signals data-ready for it whatever the mark, so a response and
+// FIN arriving between the two insertions meet the program with the peer
+// missing. Nothing can follow a FIN, so such data is safe to relay here as
+// long as nothing from this socket was redirected: the direction is held
+// (so nothing will be), the socket's lock is taken once (so a program run
+// in flight has finished) and the redirected count must still be zero.
+// Otherwise bytes may already be out of order, and the connection must go.
+func (c *copier) adoptStray() bool {
+	c.p.hold(c.p.index(c.src))
+	if _, err := written(c.src.conn); err != nil { // TCP_INFO locks the socket
+		return false
+	}
+	var ctr counter
+	if err := c.p.r.counters.Lookup(c.src.cookie, &ctr); err != nil {
+		return false
+	}
+	return ctr.Bytes == 0
 }
 
 // userspace relays a held direction, starting with first, until src's EOF
