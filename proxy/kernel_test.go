@@ -32,7 +32,7 @@ func requireKernelRelay(t testing.TB, s *Server) {
 	if s.kernel == nil {
 		t.Fatal("kernel suite: the in-kernel relay did not load; see the log line")
 	}
-	// Connections whose client half-closed before the handover are relayed
+	// Connections with a socket that got a FIN before the handover are relayed
 	// in userspace; say how many, so the suite's coverage is visible.
 	t.Cleanup(func() {
 		if v := metricValue(t, s, "hairpin_proxy_kernel_relay_userspace_total", nil); v > 0 {
