@@ -23,40 +23,21 @@ const (
 	skbLenOff = 0 // offsetof(struct __sk_buff, len)
 )
 
+// Every map is keyed by a socket cookie (8 bytes).
+func mapSpec(name string, typ ebpf.MapType, valueSize, maxEntries uint32) *ebpf.MapSpec {
+	return &ebpf.MapSpec{Name: name, Type: typ, KeySize: 8, ValueSize: valueSize, MaxEntries: maxEntries}
+}
+
 // sockhashSpec holds the sockets: key is a socket's own cookie, value (on
 // update, a socket fd) is its peer.
-func sockhashSpec(maxEntries uint32) *ebpf.MapSpec {
-	return &ebpf.MapSpec{
-		Name:       "hairpin_peers",
-		Type:       ebpf.SockHash,
-		KeySize:    8,
-		ValueSize:  8,
-		MaxEntries: maxEntries,
-	}
-}
+func sockhashSpec(n uint32) *ebpf.MapSpec { return mapSpec("hairpin_peers", ebpf.SockHash, 8, n) }
 
-// countersSpec holds one counter per socket, keyed by its cookie.
-func countersSpec(maxEntries uint32) *ebpf.MapSpec {
-	return &ebpf.MapSpec{
-		Name:       "hairpin_bytes",
-		Type:       ebpf.Hash,
-		KeySize:    8,
-		ValueSize:  16,
-		MaxEntries: maxEntries,
-	}
-}
+// countersSpec holds one counter per socket.
+func countersSpec(n uint32) *ebpf.MapSpec { return mapSpec("hairpin_bytes", ebpf.Hash, 16, n) }
 
 // holdSpec marks the sockets whose segments stay on their own socket, for
-// userspace to relay: the peer fell too far behind (see flow.go).
-func holdSpec(maxEntries uint32) *ebpf.MapSpec {
-	return &ebpf.MapSpec{
-		Name:       "hairpin_hold",
-		Type:       ebpf.Hash,
-		KeySize:    8,
-		ValueSize:  8,
-		MaxEntries: maxEntries,
-	}
-}
+// userspace to relay (flow.go, copy.go).
+func holdSpec(n uint32) *ebpf.MapSpec { return mapSpec("hairpin_hold", ebpf.Hash, 8, n) }
 
 // verdictSpec is the stream verdict, in C:
 //
