@@ -36,6 +36,10 @@ func (p *Pair) Copy(src *net.TCPConn, moved *atomic.Int64, tick time.Duration) e
 	if from < 0 {
 		return errors.New("sockmap: Copy: not one of the pair's sockets")
 	}
+	if !p.r.enter() {
+		return ErrClosed
+	}
+	defer p.r.leave()
 	c := copier{p: p, src: &p.sides[from], dst: &p.sides[1-from], moved: moved, tick: tick}
 	err := c.run()
 	c.publish()

@@ -59,6 +59,8 @@ type Relay struct {
 	closed  bool
 	pairs   map[*Pair]struct{}
 	sources map[uint64]sideRef // by cookie, for the sweeper
+	copies  int                // Copy calls running; Close waits for 0
+	idle    sync.Cond          // on mu: copies reached 0
 }
 
 // sideRef names one socket of a pair.
@@ -93,6 +95,7 @@ func Open(opts Options) (*Relay, error) {
 		pairs:     make(map[*Pair]struct{}),
 		sources:   make(map[uint64]sideRef),
 	}
+	r.idle.L = &r.mu
 
 	var err error
 	if r.peers, err = ebpf.NewMap(sockhashSpec(uint32(2 * n))); err != nil {
@@ -178,6 +181,13 @@ func (r *Relay) Close() error {
 			<-done
 		}
 	}
+	// The maps go only once no Copy can touch them; closing the sockets
+	// above makes every Copy return promptly.
+	r.mu.Lock()
+	for r.copies > 0 {
+		r.idle.Wait()
+	}
+	r.mu.Unlock()
 	close(r.stop)
 	<-r.swept
 	err := link.RawDetachProgram(link.RawDetachProgramOptions(r.attachOptions()))
@@ -232,4 +242,24 @@ func (r *Relay) Entries() (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// enter registers a Copy call; false once the relay is closed.
+func (r *Relay) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.copies++
+	return true
+}
+
+func (r *Relay) leave() {
+	r.mu.Lock()
+	r.copies--
+	if r.copies == 0 {
+		r.idle.Broadcast()
+	}
+	r.mu.Unlock()
 }
