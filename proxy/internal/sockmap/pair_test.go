@@ -101,8 +101,8 @@ func TestSpliceLargeTransferBothWaysIsByteExact(t *testing.T) {
 
 // TestSpliceSlowReaderIsByteExact: the upstream floods a client that reads
 // in small sips, so the kernel's sends to the client keep blocking and the
-// redirect must wait, not drop. With flow control on, the queue also grows
-// past its bound and the direction goes over to userspace in mid-stream
+// redirect must wait, not drop. With flow control on, the queue may also
+// grow past its bound and the direction go over to userspace in mid-stream
 // (flow.go): not a byte may be lost or reordered on the way.
 func TestSpliceSlowReaderIsByteExact(t *testing.T) {
 	for _, tc := range []struct {
@@ -146,10 +146,14 @@ func slowReader(t *testing.T, maxQueued int64) {
 	if n != total || !bytes.Equal(h.Sum(nil), want) {
 		t.Fatalf("client got %d bytes (want %d), digest match %v", n, total, bytes.Equal(h.Sum(nil), want))
 	}
+	// Whether the queue outgrew its bound depends on timing, so the hold is
+	// only logged here; TestSpliceBoundsWhatTheKernelQueuesForAStalledReader
+	// requires it.
 	res := waitResult(t, p, 5*time.Second)
-	if res.Reason != ReasonEOF || res.ToClient != total || res.Held[1] != (maxQueued > 0) {
-		t.Fatalf("result %+v, want eof with %d bytes to the client, held %v", res, total, maxQueued > 0)
+	if res.Reason != ReasonEOF || res.ToClient != total {
+		t.Fatalf("result %+v, want eof with %d bytes to the client", res, total)
 	}
+	t.Logf("direction held (relayed in userspace part of the way): %v", res.Held[1])
 }
 
 // TestSpliceDeliversBytesQueuedBeforeSplice: bytes both peers sent before
