@@ -9,10 +9,12 @@ BIN := bin
 GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path './.cache/*') go.mod go.sum plugin.cfg
 
 # Control-plane binaries (kube-apiserver, etcd) built from source, cached by
-# the tools module's go.sum. build/tools.sh prints the folder it filled.
+# the tools module's go.sum, and helm, cached by its own module's go.sum.
+# build/tools.sh prints the folder it filled.
 TOOLS_DIR = $(shell build/tools.sh --dir)
+HELM = $(shell build/tools.sh --helm)
 
-.PHONY: all build generate test unit tools deps demo bench images clean
+.PHONY: all build generate test unit fuzz tools deps demo bench images manifests clean FORCE
 
 all: build
 
@@ -30,39 +32,81 @@ $(BIN)/hairpin-proxy: $(GO_SOURCES)
 tools:
 	build/tools.sh
 
+# The plain manifests (manifests/rendered/*/hairpin.yaml) rendered from the
+# Helm chart, the one source; test/manifests fails when they drift.
+manifests:
+	build/tools.sh helm >/dev/null
+	HELM=$(HELM) build/manifests.sh
+
 # Debian packages the tests and the demo drive for real (nginx, dig, curl).
 deps:
 	build/deps.sh
 
-# The fix end to end, for a person to follow: a real control plane, nginx as
-# ingress-nginx with use-proxy-protocol, our proxy and CoreDNS, dig and curl.
-# DEMO_KEEP=1 keeps the stack running until Ctrl-C.
+# The fix end to end, for a person to follow: a real control plane, two
+# ingress controllers (nginx as ingress-nginx with use-proxy-protocol), our
+# CoreDNS image with a stock Corefile, `helm install`/`uninstall` of our chart
+# with the real helm, our proxy, dig and curl (test/demo; TestDemoStory runs
+# the same story). DEMO_KEEP=1 keeps the stack running before the uninstall.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
 demo: deps build tools
 	go build -o $(BIN)/demo ./test/demo
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
-# Container images, built offline (no Docker engine) with go-containerregistry
-# from the static binaries: bin/images/coredns.tar and bin/images/hairpin-proxy.tar,
-# loadable with `docker load -i`. build/images/Dockerfile.* build the same with Docker.
-images: build
+# Container images for linux/amd64 and linux/arm64, built offline (no
+# Docker engine) with go-containerregistry from static binaries
+# cross-compiled into bin/linux-ARCH/: per image an OCI layout holding one
+# image index (bin/images/NAME/, push with skopeo or crane, see
+# build/images/main.go) and one `docker load` tarball per platform
+# (bin/images/NAME-linux-ARCH.tar). build/images/Dockerfile.* build the same
+# with Docker.
+ARCHES := amd64 arm64
+PLATFORM_BINS := $(foreach a,$(ARCHES),$(BIN)/linux-$(a)/coredns $(BIN)/linux-$(a)/hairpin-proxy)
+
+# The version the platform binaries are stamped with, rewritten only when it
+# changes: a new commit re-links them, so an image's tag and labels always
+# match what its binary prints.
+$(BIN)/.version: FORCE
+	@mkdir -p $(BIN); [ "$$(cat $@ 2>/dev/null)" = "$(VERSION)" ] || echo "$(VERSION)" > $@
+FORCE:
+
+$(BIN)/linux-%/coredns: $(GO_SOURCES) $(BIN)/.version
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./build/coredns
+
+$(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./proxy/cmd/hairpin-proxy
+
+images: $(PLATFORM_BINS)
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
 
 # Everything: vet, unit, integration (real kube-apiserver + etcd) and e2e
 # (our coredns and proxy, real nginx, dig, curl).
-test: deps build tools
+test: deps build tools images
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
 		go test -race -count=1 -timeout 30m ./...
+	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
 # Unit tests only: no control plane, no child processes.
 unit:
 	go vet ./...
 	go test -race -count=1 -short ./...
 
+# Every Go fuzz target (the parsers of untrusted input), each for FUZZTIME.
+# `go test` runs their seed corpora as part of `make test`.
+FUZZTIME ?= 60s
+fuzz:
+	@set -e; for pkg in $$(go list ./...); do \
+		for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "fuzz: $$pkg $$f for $(FUZZTIME)"; \
+			go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
+
 # Benchmarks against the alternatives (hosts, rewrite+kubernetes, HAProxy,
 # direct), side by side; writes test/bench/results.json and results.md.
-# BENCH_QUICK=1 is a smoke run; BENCH_ONLY=proxy runs only the proxy phase. Installs dnsperf, wrk, haproxy, nginx if missing.
+# BENCH_QUICK=1 is a smoke run. BENCH_ONLY=proxy,kube,scale runs only those
+# phases and keeps the others' figures (scale: 100,000 Ingresses over 100
+# targets, issue 11). Installs dnsperf, wrk, haproxy, nginx if missing.
 BENCH_TOOLS := dnsperf wrk haproxy nginx
 bench: build tools
 	@missing=; for c in dnsperf wrk haproxy nginx; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \

@@ -1,32 +1,55 @@
 #!/usr/bin/env bash
-# build/tools.sh builds the control-plane binaries that the integration and
-# end-to-end tests run, kube-apiserver and etcd, from source through the Go
-# module proxy, using the separate module in test/tools.
+# build/tools.sh builds the tools that the integration and end-to-end tests
+# run, from source through the Go module proxy: the control plane
+# (kube-apiserver and etcd, module test/tools) and helm (module
+# test/tools/helm).
 #
-#   build/tools.sh          build (skipped when both binaries are cached) and
-#                           print the folder on the last line
-#   build/tools.sh --dir    print the absolute cache folder only; build nothing
+#   build/tools.sh          build what is not cached yet (all three) and print
+#                           the control-plane folder on the last line
+#   build/tools.sh helm     build helm only, and print its path
+#   build/tools.sh --dir    print the absolute control-plane folder; build nothing
+#   build/tools.sh --helm   print the absolute path of helm; build nothing
 #
-# The binaries land in .cache/tools/<first 12 hex of sha256(test/tools/go.sum)>/,
-# so a change of the pinned versions gets a fresh folder and only the first
-# build pays. That folder is what KUBEBUILDER_ASSETS points at (envtest looks
-# for kube-apiserver and etcd there).
+# The control-plane binaries land in .cache/tools/<first 12 hex of
+# sha256(test/tools/go.sum)>/, helm in .cache/tools/helm-<first 12 hex of
+# sha256(test/tools/helm/go.sum)>/helm, so a change of the pinned versions
+# gets a fresh folder and only the first build pays. The control-plane
+# folder is what KUBEBUILDER_ASSETS points at (envtest looks for
+# kube-apiserver and etcd there); HAIRPIN_HELM names helm.
+#
+# helm has a module of its own so that bumping it neither changes the
+# versions kube-apiserver is built with nor invalidates its cache.
 #
 # A cold build of kube-apiserver takes about 10 minutes on 2 cores and about
-# 3 GB of memory; etcd takes under a minute.
+# 3 GB of memory; helm about 3 minutes; etcd under a minute.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mod="$root/test/tools"
 sum="$(sha256sum "$mod/go.sum" | cut -c1-12)"
 dir="$root/.cache/tools/$sum"
+helmmod="$mod/helm"
+helmdir="$root/.cache/tools/helm-$(sha256sum "$helmmod/go.sum" | cut -c1-12)"
 
-if [[ "${1:-}" == "--dir" ]]; then
+only=""
+case "${1:-}" in
+--dir)
 	echo "$dir"
 	exit 0
-fi
-if [[ $# -gt 0 ]]; then
-	echo "usage: $0 [--dir]" >&2
+	;;
+--helm)
+	echo "$helmdir/helm"
+	exit 0
+	;;
+helm) only=helm ;;
+"") ;;
+*)
+	echo "usage: $0 [helm|--dir|--helm]" >&2
+	exit 2
+	;;
+esac
+if [[ $# -gt 1 ]]; then
+	echo "usage: $0 [helm|--dir|--helm]" >&2
 	exit 2
 fi
 
@@ -34,8 +57,58 @@ export GOTOOLCHAIN=local
 export GOFLAGS=-buildvcs=false
 export CGO_ENABLED=0
 
-if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]; then
-	echo "tools: kube-apiserver and etcd are cached in $dir" >&2
+tmp=""
+trap 'rm -f "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# build NAME PACKAGE LDFLAGS [MODULE DIR]: go build PACKAGE of MODULE
+# (default test/tools) into a temporary name in DIR (default the
+# control-plane folder), then rename, so that an interrupted build is never
+# taken as cached.
+build() {
+	local name="$1" pkg="$2" ldflags="$3" m="${4:-$mod}" d="${5:-$dir}"
+	if [[ -x "$d/$name" ]]; then
+		echo "tools: $name already built" >&2
+		return 0
+	fi
+	mkdir -p "$d"
+	rm -f "$d"/.*.tmp.* # left over by a build that was killed hard
+	tmp="$d/.$name.tmp.$$"
+	local start=$SECONDS
+	echo "tools: building $name ($pkg) into $d ..." >&2
+	nice -n 10 go build -C "$m" -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg"
+	mv -f "$tmp" "$d/$name"
+	tmp=""
+	echo "tools: built $name in $((SECONDS - start))s" >&2
+}
+
+# build_helm: helm, stamped the way helm's own Makefile stamps a release:
+# its version, and the Kubernetes version it assumes for
+# .Capabilities.KubeVersion (client-go's v0.MINOR is Kubernetes 1.MINOR).
+build_helm() {
+	if [[ -x "$helmdir/helm" ]]; then
+		echo "tools: helm is cached in $helmdir" >&2
+		return 0
+	fi
+	local hver kminor hldflags
+	hver="$(go -C "$helmmod" list -m -f '{{.Version}}' helm.sh/helm/v3)"
+	kminor="$(go -C "$helmmod" list -m -f '{{.Version}}' k8s.io/client-go)"
+	kminor="${kminor#v0.}"; kminor="${kminor%%.*}"
+	hldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$hver -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+	for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+		hldflags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$kminor"
+	done
+	echo "tools: helm $hver is built from source; a cold build takes about 3 minutes on 2 cores" >&2
+	build helm helm.sh/helm/v3/cmd/helm "$hldflags" "$helmmod" "$helmdir"
+}
+
+if [[ "$only" == helm ]]; then
+	build_helm
+	echo "$helmdir/helm"
+	exit 0
+fi
+if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$helmdir/helm" ]]; then
+	echo "tools: kube-apiserver and etcd are cached in $dir, helm in $helmdir" >&2
 	echo "$dir"
 	exit 0
 fi
@@ -62,33 +135,12 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	kldflags+=" -X $pkg.buildDate=$kbuild_date"
 done
 
-# build NAME PACKAGE LDFLAGS: go build into a temporary name in the cache
-# folder, then rename, so that an interrupted build is never taken as cached.
-tmp=""
-trap 'rm -f "$tmp"' EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-rm -f "$dir"/.*.tmp.* # left over by a build that was killed hard
-build() {
-	local name="$1" pkg="$2" ldflags="$3"
-	if [[ -x "$dir/$name" ]]; then
-		echo "tools: $name already built" >&2
-		return 0
-	fi
-	tmp="$dir/.$name.tmp.$$"
-	local start=$SECONDS
-	echo "tools: building $name ($pkg) into $dir ..." >&2
-	nice -n 10 go build -C "$mod" -trimpath -ldflags "$ldflags" -o "$tmp" "$pkg"
-	mv -f "$tmp" "$dir/$name"
-	tmp=""
-	echo "tools: built $name in $((SECONDS - start))s" >&2
-}
-
 if [[ ! -x "$dir/kube-apiserver" ]]; then
 	echo "tools: kube-apiserver $kver is built from source; a cold build takes about 10 minutes on 2 cores" >&2
 fi
 total=$SECONDS
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kldflags"
+build_helm
 echo "tools: done in $((SECONDS - total))s" >&2
 echo "$dir"

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -273,4 +274,37 @@ func TestRelaySeamIsTheOnlyByteMover(t *testing.T) {
 			t.Fatalf("bytes_total{%s} = %v, want 16", dir, v)
 		}
 	}
+}
+
+// TestSplicedPipesCloseWithTheirConnection: a streaming direction splices
+// through a pipe of its own, closed when the direction ends. Go's splice
+// pool would keep such pipes (2 fds each) until a later garbage collection,
+// beyond the per-connection fd budget.
+func TestSplicedPipesCloseWithTheirConnection(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+		_ = newPattern(5).writeTo(uc.conn, 8<<20, nil) // streams: the direction splices
+	})
+	s := startProxy(t, testConfig(up.addr()))
+	// No garbage collection during the test: the pipes must go with their
+	// connections, not with a later GC.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	base := openFDs(t)
+	const conns = 8
+	var wg sync.WaitGroup
+	for range conns {
+		c := dialProxy(t, s, "r")
+		wg.Go(func() {
+			_ = c.CloseWrite()
+			n, _ := io.Copy(io.Discard, c)
+			if n != 8<<20 {
+				t.Errorf("read %d bytes, want %d", n, 8<<20)
+			}
+			_ = c.Close()
+		})
+	}
+	wg.Wait()
+	eventually(t, 5*time.Second, "connections closed", func() bool {
+		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == conns
+	})
+	eventually(t, 5*time.Second, "fds back to the baseline", func() bool { return openFDs(t) <= base })
 }

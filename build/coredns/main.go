@@ -1,5 +1,8 @@
 // Command coredns is CoreDNS with every stock plugin plus hairpin, in the
-// order of the top-level plugin.cfg.
+// order of the top-level plugin.cfg. It loads the Corefile itself
+// (activation.go) so that a Corefile without a hairpin directive gets one in
+// every server block that holds kubernetes, on every load and reload
+// (DESIGN.md, "Activation"); -hairpin.activate=false turns that off.
 package main
 
 //go:generate go run ../gen -in ../../plugin.cfg -out zplugin.go
@@ -22,6 +25,10 @@ func main() {
 	if err := dnsserver.SetDirectives(directives); err != nil {
 		fmt.Fprintln(os.Stderr, "coredns-hairpin: plugin order from plugin.cfg:", err)
 		os.Exit(1)
+	}
+	if err := corefileLoader.fromEnv(os.LookupEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "coredns-hairpin:", err)
+		os.Exit(2)
 	}
 	caddy.AppVersion = fmt.Sprintf("%s (coredns-hairpin %s)", coremain.CoreVersion, version)
 	if slices.Contains(os.Args[1:], "-plugins") || slices.Contains(os.Args[1:], "--plugins") {

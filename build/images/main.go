@@ -1,11 +1,18 @@
-// Command images builds the coredns and hairpin-proxy container images from
-// the static binaries that `make build` left in bin/, without a Docker
-// engine, and writes them as `docker load` tarballs:
+// Command images builds the coredns and hairpin-proxy container images for
+// linux/amd64 and linux/arm64 from the static binaries that `make images`
+// cross-compiles into bin/linux-ARCH/, without a Docker engine or network:
 //
 //	go run ./build/images -bin bin -out bin/images -version v0.1.0
 //
-// writes bin/images/coredns.tar and bin/images/hairpin-proxy.tar, tagged
-// ghcr.io/coredns-hairpin/{coredns,hairpin-proxy}:VERSION.
+// writes, for NAME in coredns and hairpin-proxy, tagged
+// ghcr.io/coredns-hairpin/NAME:VERSION:
+//
+//   - bin/images/NAME/: an OCI image layout holding one image index with
+//     both platforms. Push it with
+//     `skopeo copy --all oci:bin/images/NAME:VERSION docker://REGISTRY/NAME:VERSION`
+//     or `crane push --index bin/images/NAME REGISTRY/NAME:VERSION`;
+//   - bin/images/NAME-linux-ARCH.tar: one `docker load` tarball per
+//     platform.
 package main
 
 import (
@@ -17,7 +24,7 @@ import (
 )
 
 func main() {
-	binDir := flag.String("bin", "bin", "folder with the static coredns and hairpin-proxy binaries")
+	binDir := flag.String("bin", "bin", "folder whose linux-ARCH/ subfolders hold the static coredns and hairpin-proxy binaries")
 	out := flag.String("out", "bin/images", "folder the image tarballs are written to")
 	version := flag.String("version", "dev", "version label and tag of the images")
 	repo := flag.String("repository", imagebuild.DefaultRepository, "registry path the images are tagged under")
@@ -25,11 +32,14 @@ func main() {
 
 	for _, s := range []imagebuild.Spec{imagebuild.CoreDNS(*binDir, *version), imagebuild.Proxy(*binDir, *version)} {
 		s.Repository = *repo
-		path, err := imagebuild.Write(s, *out)
+		out, err := imagebuild.Write(s, *out)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "images:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("images: %s -> %s\n", s.Tag(), path)
+		fmt.Printf("images: %s -> %s (index of %d platforms)\n", s.Tag(), out.Layout, len(s.Platforms))
+		for _, p := range s.Platforms {
+			fmt.Printf("images: %s %s -> %s\n", s.Tag(), p, out.DockerTarballs[p.String()])
+		}
 	}
 }

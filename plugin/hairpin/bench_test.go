@@ -3,8 +3,10 @@ package hairpin
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
@@ -14,6 +16,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func benchHost(i int) string { return fmt.Sprintf("host-%d.example.com", i) }
@@ -84,4 +87,102 @@ func BenchmarkServeDNS(b *testing.B) {
 			}
 		}
 	}
+}
+
+// targetsCache builds a serving discovery cache the way the watches do: nt
+// targets, each selecting its own class and zone, and Ingresses of two hosts
+// each, spread evenly over them, fed through onIngressLocked (selection and
+// zone checks included) and published. It returns the hosts in creation
+// order.
+func targetsCache(b *testing.B, nt, ingresses int) (*hostCache, []string) {
+	b.Helper()
+	hc := newHostCache(nil, settings{zones: []string{"."}, targetsNamespace: defaultTargetsNamespace, labels: labels.Everything()})
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	for t := range nt {
+		tgt := newTarget(fmt.Sprintf("%s/tenant-%03d", defaultTargetsNamespace, t),
+			targetSelection{zones: []string{fmt.Sprintf("tenant-%03d.example.com.", t)}, ingressClasses: []string{fmt.Sprintf("tenant-%03d", t)}})
+		tgt.store(splitFamilies(ips(fmt.Sprintf("127.77.%d.%d", 1+t/250, 1+t%250))))
+		hc.targets[tgt.name] = tgt
+	}
+	hosts := make([]string, 0, 2*ingresses)
+	now := time.Now()
+	for i := range ingresses {
+		t := i % nt
+		ing := &cachedIngress{
+			objectMeta: objectMeta{namespace: fmt.Sprintf("tenant-%03d", t), name: fmt.Sprintf("app-%06d", i)},
+			className:  fmt.Sprintf("tenant-%03d", t),
+			hosts:      []string{fmt.Sprintf("app-%06d.tenant-%03d.example.com.", i, t), fmt.Sprintf("api-%06d.tenant-%03d.example.com.", i, t)},
+		}
+		hc.onIngressLocked(ing, now)
+		hosts = append(hosts, ing.hosts...)
+	}
+	hc.publishLocked()
+	if exact, _ := hc.index().size(); exact != len(hosts) {
+		b.Fatalf("index has %d hosts, want %d", exact, len(hosts))
+	}
+	hc.open.Store(true)
+	return hc, hosts
+}
+
+// BenchmarkServeDNSTargets is the hit path of the multi-target index at the
+// scale of issue 11 (100,000 Ingresses of 2 hosts over 100 targets) against
+// the 10-host, 1-target case. "repeat" asks one name, the cost of the code
+// path; "spread" walks every host in a shuffled order, so the large case
+// also pays for a map that does not fit in the CPU caches, as a real server
+// does. The names are laid out contiguously in query order, so that reading
+// them costs the same at both sizes and only the index differs.
+func BenchmarkServeDNSTargets(b *testing.B) {
+	for _, size := range []struct{ targets, ingresses int }{{1, 5}, {100, 100_000}} {
+		hc, hosts := targetsCache(b, size.targets, size.ingresses)
+		h := newTestHairpin(hc, []string{"."})
+		rand.New(rand.NewPCG(1, 2)).Shuffle(len(hosts), func(i, j int) { hosts[i], hosts[j] = hosts[j], hosts[i] })
+		names := contiguous(hosts)
+		for _, mode := range []string{"repeat", "spread"} {
+			b.Run(fmt.Sprintf("hit/%s/targets=%d/hosts=%d", mode, size.targets, len(hosts)), func(b *testing.B) {
+				req := new(dns.Msg)
+				req.SetQuestion(names[0], dns.TypeA)
+				// Every name must really be answered, with its own target.
+				for _, name := range names {
+					req.Question[0].Name = name
+					rec := dnstest.NewRecorder(&test.ResponseWriter{})
+					h.ServeDNS(context.Background(), rec, req)
+					if rec.Msg == nil || len(rec.Msg.Answer) != 1 {
+						b.Fatalf("%s was not answered: %v", name, rec.Msg)
+					}
+				}
+				req.Question[0].Name = names[len(names)/2]
+				w := &test.ResponseWriter{}
+				ctx := context.Background()
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					if mode == "spread" {
+						req.Question[0].Name = names[i]
+						if i++; i == len(names) {
+							i = 0
+						}
+					}
+					h.ServeDNS(ctx, w, req)
+				}
+			})
+		}
+	}
+}
+
+// contiguous copies names into one buffer, in order, and returns them as
+// slices of it.
+func contiguous(names []string) []string {
+	var buf strings.Builder
+	for _, n := range names {
+		buf.WriteString(n)
+	}
+	all := buf.String()
+	out := make([]string, len(names))
+	off := 0
+	for i, n := range names {
+		out[i] = all[off : off+len(n)]
+		off += len(n)
+	}
+	return out
 }

@@ -1,28 +1,34 @@
 package hairpin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
 // hostCache is the shared state behind one or more hairpin server blocks: the
-// watches, the host claims, and the published index that queries read.
+// watches, the targets, the host claims, and the published index that queries
+// read. Its lifecycle is new, start, then stop.
 type hostCache struct {
 	settings settings
 	clients  *clients
-	target   *proxyTarget
+	id       string // the cache label of its metrics
 
 	mu           sync.Mutex // serialises event handlers and publishing
 	claims       *claims
+	targets      targets // every known target, explicit or discovered
 	defaultClass string
 	pending      []time.Time // arrival times of events not yet published
+	reselect     bool        // targets changed: every object's claims are recomputed
 
-	idx      atomic.Pointer[index]
-	kick     chan struct{} // capacity 1: a publish is due
-	synced   atomic.Bool
-	syncedCh chan struct{}
+	idx    atomic.Pointer[index]
+	kick   chan struct{} // capacity 1: a publish is due
+	open   atomic.Bool   // serving: synced, or startup_timeout passed
+	openCh chan struct{}
 
+	kinds   []*kindWatch // the kinds watched, for readiness and metrics
 	watches watches
 	gateway gatewayWatches
 	stopCh  chan struct{}
@@ -30,44 +36,141 @@ type hostCache struct {
 }
 
 func newHostCache(c *clients, s settings) *hostCache {
+	sum := sha256.Sum256([]byte(s.cacheKey()))
 	hc := &hostCache{
 		settings: s,
 		clients:  c,
+		id:       hex.EncodeToString(sum[:4]),
 		claims:   newClaims(),
+		targets:  targets{},
 		kick:     make(chan struct{}, 1),
-		syncedCh: make(chan struct{}),
+		openCh:   make(chan struct{}),
 		stopCh:   make(chan struct{}),
 	}
-	if len(s.proxyIPs) > 0 {
-		hc.target = newStaticTarget(s.proxyIPs)
-	} else {
-		hc.target = newProxyTarget(s.proxyNamespace + "/" + s.proxyName)
+	if t := explicitTarget(s); t != nil {
+		hc.targets[t.name] = t
 	}
 	hc.idx.Store(emptyIndex)
 	return hc
 }
 
+// start begins watching and returns at once; it makes no network call. The
+// gate opens the cache when every required kind has synced, or at
+// startup_timeout.
+func (hc *hostCache) start() error {
+	if err := hc.watchIngresses(); err != nil {
+		return err
+	}
+	if err := hc.watchTargets(); err != nil {
+		return err
+	}
+	for _, f := range hc.watches.factories {
+		f.Start(hc.stopCh)
+	}
+	kinds := hc.kinds // the Gateway API kinds wait for their own sync
+	hc.mu.Lock()
+	hc.ensureGatewayWatchesLocked()
+	hc.mu.Unlock()
+	hc.wg.Add(2 + len(kinds))
+	for _, k := range kinds {
+		go k.waitSynced()
+	}
+	go hc.publishLoop()
+	go hc.gate()
+	return nil
+}
+
+// explicitTarget is the one target of `proxy` or `proxy_ip`, or nil when
+// targets are discovered. It selects what ingress_class and gateway_class
+// name (every Ingress class when ingress_class is not given), inside the
+// stanza's zones.
+func explicitTarget(s settings) *target {
+	if !s.explicit() {
+		return nil
+	}
+	sel := targetSelection{zones: s.zones, ingressClasses: s.ingressClasses, gatewayClasses: s.gatewayClasses}
+	if len(sel.ingressClasses) == 0 {
+		sel.ingressClasses = []string{"*"}
+	}
+	if len(s.proxyIPs) > 0 {
+		return newStaticTarget(s.proxyIPs, sel)
+	}
+	return newTarget(s.proxyNamespace+"/"+s.proxyName, sel)
+}
+
 // index returns the current snapshot; it never returns nil.
 func (hc *hostCache) index() *index { return hc.idx.Load() }
 
-// hasSynced reports whether the first full list of every watched kind is in
-// the index.
-func (hc *hostCache) hasSynced() bool { return hc.synced.Load() }
+// serving reports whether queries are answered from the index: once every
+// required kind has synced, or once startup_timeout has passed, whichever
+// comes first.
+func (hc *hostCache) serving() bool { return hc.open.Load() }
 
-// waitForSync blocks until the cache has synced or timeout passes.
-func (hc *hostCache) waitForSync(timeout time.Duration) bool {
+// waitOpen blocks until the cache serves or timeout passes.
+func (hc *hostCache) waitOpen(timeout time.Duration) bool {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-hc.syncedCh:
+	case <-hc.openCh:
 		return true
 	case <-t.C:
-		return hc.hasSynced()
+		return hc.serving()
+	case <-hc.stopCh:
+		return false
 	}
 }
 
-// setClaims records what owner claims now and schedules a publish. The caller
-// holds hc.mu.
+// gate opens the cache when every required kind has synced or the startup
+// timeout passes. A kind that cannot be listed (forbidden, CRD missing,
+// apiserver down) degrades only the hosts it would contribute.
+func (hc *hostCache) gate() {
+	defer hc.wg.Done()
+	deadline := time.NewTimer(hc.settings.startupTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if hc.requiredSynced() {
+			hc.openUp(nil)
+			return
+		}
+		select {
+		case <-hc.stopCh:
+			return
+		case <-deadline.C:
+			hc.openUp(hc.unsyncedKinds())
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// openUp publishes what the lists delivered so far and starts serving.
+func (hc *hostCache) openUp(unsynced []string) {
+	hc.mu.Lock()
+	hc.publishLocked()
+	hc.open.Store(true)
+	close(hc.openCh)
+	hc.mu.Unlock()
+	exact, wild := hc.index().size()
+	if len(unsynced) > 0 {
+		log.Warningf("serving after startup_timeout %s without a full list of %v: their hosts are missing until they sync (see coredns_hairpin_kind_synced)", hc.settings.startupTimeout, unsynced)
+	}
+	log.Infof("cache %s: serving %d hosts and %d wildcards for %d targets", hc.id, exact, wild, len(hc.targetsSnapshot()))
+}
+
+func (hc *hostCache) targetsSnapshot() []*target {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	out := make([]*target, 0, len(hc.targets))
+	for _, t := range hc.targets {
+		out = append(out, t)
+	}
+	return out
+}
+
+// setClaimsLocked records what owner claims now and schedules a publish.
+// The caller holds hc.mu.
 func (hc *hostCache) setClaimsLocked(owner string, oc ownerClaims, arrived time.Time) {
 	for _, r := range hc.claims.set(owner, oc) {
 		log.Warningf("not serving host %q named by %s: %s", r.host, owner, rejectionText(r.reason))
@@ -76,11 +179,12 @@ func (hc *hostCache) setClaimsLocked(owner string, oc ownerClaims, arrived time.
 	hc.schedulePublish()
 }
 
-func rejectionText(reason string) string {
-	if reason == reasonOutsideZones {
-		return "outside the zones this plugin answers for"
-	}
-	return "not a valid DNS name"
+// targetsChangedLocked schedules a full recomputation: which target selects
+// which object may have changed for any object. The caller holds hc.mu.
+func (hc *hostCache) targetsChangedLocked() {
+	hc.reselect = true
+	hc.pending = append(hc.pending, time.Now())
+	hc.schedulePublish()
 }
 
 func (hc *hostCache) schedulePublish() {
@@ -100,18 +204,23 @@ func (hc *hostCache) publishLoop() {
 			return
 		case <-hc.kick:
 		}
-		hc.publish()
+		hc.mu.Lock()
+		hc.publishLocked()
+		hc.mu.Unlock()
 	}
 }
 
-func (hc *hostCache) publish() {
-	hc.mu.Lock()
+// publishLocked builds and stores the new index in one step under hc.mu, so
+// that two publishes can never store out of order.
+func (hc *hostCache) publishLocked() {
+	if hc.reselect {
+		hc.reselect = false
+		hc.recomputeAllLocked(time.Now())
+		hc.ensureGatewayWatchesLocked()
+	}
 	ix, changed := hc.claims.publish()
 	pending := hc.pending
 	hc.pending = nil
-	rejected := hc.claims.rejectedByReason()
-	hc.mu.Unlock()
-
 	if changed {
 		hc.idx.Store(ix)
 		now := time.Now()
@@ -119,23 +228,29 @@ func (hc *hostCache) publish() {
 			indexUpdateDelay.Observe(now.Sub(t).Seconds())
 		}
 	}
-	exact, wild := ix.size()
-	hostsServed.WithLabelValues("exact").Set(float64(exact))
-	hostsServed.WithLabelValues("wildcard").Set(float64(wild))
-	for _, reason := range []string{reasonOutsideZones, reasonInvalid} {
-		hostsRejected.WithLabelValues(reason).Set(float64(rejected[reason]))
-	}
+	hc.reportLocked(ix)
 }
 
-// markSynced publishes what the first lists delivered, then opens the gate.
-func (hc *hostCache) markSynced() {
-	hc.publish()
-	hc.synced.Store(true)
-	close(hc.syncedCh)
-	exact, wild := hc.index().size()
-	a := hc.target.load()
-	log.Infof("synced: serving %d hosts and %d wildcards with proxy %s (%d IPv4, %d IPv6 addresses)", exact, wild, hc.target.name, len(a.v4), len(a.v6))
-	if a.empty() {
-		log.Warningf("proxy Service %s has no ClusterIP (missing or headless); queries pass through until it has one", hc.target.name)
+// stop ends every watch and waits for the goroutines to exit, so a reload
+// leaks neither, then removes the cache's metric series.
+func (hc *hostCache) stop() {
+	close(hc.stopCh)
+	hc.wg.Wait() // the discovery loop may still add informers until it exits
+	for _, f := range hc.watches.factories {
+		f.Shutdown()
 	}
+	hc.mu.Lock()
+	factories := hc.gateway.factories
+	hc.mu.Unlock()
+	for _, f := range factories {
+		f.Shutdown()
+	}
+	deleteCacheMetrics(hc.id)
+}
+
+// publish builds and stores the index now, under hc.mu.
+func (hc *hostCache) publish() {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	hc.publishLocked()
 }

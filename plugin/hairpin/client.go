@@ -2,6 +2,7 @@ package hairpin
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"time"
 
@@ -24,17 +25,23 @@ func restConfig(s settings) (*rest.Config, error) {
 		cfg *rest.Config
 		err error
 	)
-	if s.kubeconfig == "" {
+	path := s.kubeconfig
+	if path == "" {
+		// A bare (or image-activated) hairpin follows $KUBECONFIG when it
+		// is set, as kubectl does, and the in-cluster account otherwise.
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path == "" {
 		cfg, err = rest.InClusterConfig()
 		if err != nil {
-			return nil, fmt.Errorf("in-cluster client config (set kubeconfig PATH to run outside a cluster): %w", err)
+			return nil, fmt.Errorf("in-cluster client config (set kubeconfig PATH, or KUBECONFIG, to run outside a cluster): %w", err)
 		}
 	} else {
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.kubeconfig}
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
 		overrides := &clientcmd.ConfigOverrides{CurrentContext: s.kubecontext}
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("kubeconfig %q: %w", s.kubeconfig, err)
+			return nil, fmt.Errorf("kubeconfig %q: %w", path, err)
 		}
 	}
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"

@@ -1,14 +1,15 @@
 package hairpin
 
 import (
-	"slices"
 	"strings"
 
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1a3 "sigs.k8s.io/gateway-api/apis/v1alpha3"
+	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 )
 
 // routeView is what the index needs of any route kind and version: where it
@@ -26,15 +27,22 @@ func (r routeView) owner() string { return r.kind + "/" + r.namespace + "/" + r.
 // gatewayOwner is the owner key of a Gateway's own listener hostnames.
 func gatewayOwner(ns, name string) string { return "gateway/" + ns + "/" + name }
 
-// gatewayMatches reports whether g's class is one hairpin serves.
-func gatewayMatches(g *gw.Gateway, classes []string) bool {
-	return slices.Contains(classes, "*") || slices.Contains(classes, string(g.Spec.GatewayClassName))
+// cachedGateway is what the informer keeps of a Gateway: its class and its
+// listeners' name, hostname and allowedRoutes.
+type cachedGateway struct {
+	objectMeta
+	class     string
+	listeners []gw.Listener
 }
 
+// DeepCopyObject implements runtime.Object. The listeners are never written
+// after the transform, so they are shared.
+func (g *cachedGateway) DeepCopyObject() runtime.Object { c := *g; return &c }
+
 // listenerHostnames returns the hostnames set on g's listeners.
-func listenerHostnames(g *gw.Gateway) []string {
+func (g *cachedGateway) listenerHostnames() []string {
 	var hosts []string
-	for _, l := range g.Spec.Listeners {
+	for _, l := range g.listeners {
 		if l.Hostname != nil && *l.Hostname != "" {
 			hosts = append(hosts, string(*l.Hostname))
 		}
@@ -42,14 +50,19 @@ func listenerHostnames(g *gw.Gateway) []string {
 	return hosts
 }
 
-// routeHostnames returns the hostnames that r really serves through matching
-// Gateways: for every parentRef to a Gateway that lookup finds (and that
-// matches the class), for every listener that the ref selects and that
-// admits routes from r's namespace, the route hostnames intersected with the
-// listener hostname. A route that names no hostname inherits the listener's,
-// which the Gateway already claims.
-func routeHostnames(r routeView, lookup func(ns, name string) *gw.Gateway) []string {
-	var hosts []string
+// gatewayHosts is what a route serves through one Gateway.
+type gatewayHosts struct {
+	gateway *cachedGateway
+	hosts   []string
+}
+
+// routeHostnames returns, per Gateway that lookup finds, the hostnames that
+// r really serves through it: for every listener that the parentRef selects
+// and that admits routes from r's namespace, the route hostnames intersected
+// with the listener hostname. A route that names no hostname inherits the
+// listener's, which the Gateway already claims.
+func routeHostnames(r routeView, lookup func(ns, name string) *cachedGateway) []gatewayHosts {
+	var out []gatewayHosts
 	for _, ref := range r.parents {
 		if ref.Group != nil && *ref.Group != gw.GroupName {
 			continue
@@ -65,11 +78,12 @@ func routeHostnames(r routeView, lookup func(ns, name string) *gw.Gateway) []str
 		if g == nil {
 			continue
 		}
-		for _, l := range g.Spec.Listeners {
+		var hosts []string
+		for _, l := range g.listeners {
 			if ref.SectionName != nil && *ref.SectionName != l.Name {
 				continue
 			}
-			if !admitsNamespace(l, g.Namespace, r.namespace) {
+			if !admitsNamespace(l, g.namespace, r.namespace) {
 				continue
 			}
 			listenerHost := ""
@@ -82,8 +96,9 @@ func routeHostnames(r routeView, lookup func(ns, name string) *gw.Gateway) []str
 				}
 			}
 		}
+		out = append(out, gatewayHosts{gateway: g, hosts: hosts})
 	}
-	return hosts
+	return out
 }
 
 // admitsNamespace applies a listener's allowedRoutes.namespaces. "Selector"
@@ -138,14 +153,10 @@ func wildcardCovers(pattern, name string) bool {
 func slimGatewayAPI(keepLabels bool) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		if g, ok := obj.(*gw.Gateway); ok {
-			slim := &gw.Gateway{ObjectMeta: meta.ObjectMeta{Name: g.Name, Namespace: g.Namespace, ResourceVersion: g.ResourceVersion, Generation: g.Generation}}
-			if keepLabels {
-				slim.Labels = g.Labels
-			}
-			slim.Spec.GatewayClassName = g.Spec.GatewayClassName
-			slim.Spec.Listeners = make([]gw.Listener, len(g.Spec.Listeners))
+			slim := &cachedGateway{objectMeta: newObjectMeta(g, keepLabels), class: string(g.Spec.GatewayClassName)}
+			slim.listeners = make([]gw.Listener, len(g.Spec.Listeners))
 			for i, l := range g.Spec.Listeners {
-				slim.Spec.Listeners[i] = gw.Listener{Name: l.Name, Hostname: l.Hostname, AllowedRoutes: l.AllowedRoutes}
+				slim.listeners[i] = gw.Listener{Name: l.Name, Hostname: l.Hostname, AllowedRoutes: l.AllowedRoutes}
 			}
 			return slim, nil
 		}
@@ -170,6 +181,39 @@ type slimRoute struct {
 // DeepCopyObject implements runtime.Object. The view's slices are never
 // written after the transform, so they are shared.
 func (r *slimRoute) DeepCopyObject() runtime.Object { c := *r; return &c }
+
+// routeKind is one Gateway API route kind.
+type routeKind struct {
+	kind     string // lowercase, as in owner keys
+	resource string // plural resource name in discovery
+	versions []routeVersion
+}
+
+// routeVersion is one API version of a route kind.
+type routeVersion struct {
+	version  string
+	informer func(gwinformers.SharedInformerFactory) cache.SharedIndexInformer
+	view     func(obj any) (routeView, meta.ObjectMeta, bool)
+}
+
+func httpRouteV1Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Gateway().V1().HTTPRoutes().Informer()
+}
+func grpcRouteV1Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Gateway().V1().GRPCRoutes().Informer()
+}
+func grpcRouteV1a2Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Gateway().V1alpha2().GRPCRoutes().Informer()
+}
+func tlsRouteV1Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Gateway().V1().TLSRoutes().Informer()
+}
+func tlsRouteV1a3Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Gateway().V1alpha3().TLSRoutes().Informer()
+}
+func tlsRouteV1a2Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
+	return f.Gateway().V1alpha2().TLSRoutes().Informer()
+}
 
 // routeKinds lists every route kind and, per kind, the API versions the
 // pinned gateway-api module knows, newest first. The first version that the

@@ -113,7 +113,7 @@ func gatewayCache(t *testing.T, classes []string, served map[string][]string, gw
 		t.Fatal(err)
 	}
 	t.Cleanup(hc.stop)
-	if !hc.waitForSync(5 * time.Second) {
+	if !hc.waitOpen(5 * time.Second) {
 		t.Fatal("cache did not sync")
 	}
 	return hc, gwClient, disc
@@ -231,7 +231,7 @@ func TestMissingGatewayCRDsAreSkippedAndPickedUpLater(t *testing.T) {
 	t.Cleanup(func() { discoveryInterval = orig })
 
 	hc, client, disc := gatewayCache(t, []string{"*"}, nil)
-	if !hc.hasSynced() {
+	if !hc.serving() {
 		t.Fatal("not ready without Gateway API CRDs")
 	}
 	disc.install("v1", "gateways", "httproutes")

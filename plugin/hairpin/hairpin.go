@@ -1,7 +1,8 @@
 // Package hairpin answers the cluster's own Ingress and Gateway API hostnames
-// with the ClusterIP of a PROXY-protocol proxy, so that in-cluster clients
-// reach ingress-nginx through the proxy instead of short-circuiting the load
-// balancer that would have added the PROXY header.
+// with the ClusterIP of the PROXY-protocol proxy target that fronts each
+// host's controller, so that in-cluster clients reach the controller through
+// the proxy instead of short-circuiting the load balancer that would have
+// added the PROXY header.
 package hairpin
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
@@ -40,7 +42,7 @@ func (h *Hairpin) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
 	hc := h.cache.Load()
-	if hc == nil || !hc.hasSynced() {
+	if hc == nil || !hc.serving() {
 		return plugin.NextOrFailure(h.Name(), h.Next, ctx, w, r)
 	}
 	// The index holds only hosts inside the zones, so a hit is in a zone;
@@ -72,9 +74,21 @@ func (h *Hairpin) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 		m.Ns = []dns.RR{h.soa(matchZone(h.Zones, qname))}
 		outcome = outcomeNoData
 	}
-	queriesTotal.WithLabelValues(metrics.WithServer(ctx), dns.TypeToString[qtype], outcome).Inc()
-	w.WriteMsg(m)
+	server := metrics.WithServer(ctx)
+	queriesTotal.WithLabelValues(server, dns.TypeToString[qtype], outcome).Inc()
+	if err := w.WriteMsg(m); err != nil {
+		// The client gets nothing; say why, once per distinct failure.
+		writeErrors.WithLabelValues(server).Inc()
+		logWriteError(qname, err)
+		return dns.RcodeServerFailure, err
+	}
 	return dns.RcodeSuccess, nil
+}
+
+var writeErrorLog = newOnceLog()
+
+func logWriteError(qname string, err error) {
+	writeErrorLog.do(err.Error(), func() { log.Errorf("writing the answer for %s: %v", qname, err) })
 }
 
 // matchZone returns the longest zone that contains qname, or "". Both are
@@ -122,8 +136,8 @@ func (h *Hairpin) addressRecords(owner string, rrtype uint16, ips []net.IP) []dn
 func (h *Hairpin) soa(zone string) dns.RR {
 	return &dns.SOA{
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: h.ttl},
-		Ns:      "ns.dns." + zone,
-		Mbox:    "hostmaster.dns." + zone,
+		Ns:      dnsutil.Join("ns.dns", zone),
+		Mbox:    dnsutil.Join("hostmaster.dns", zone),
 		Serial:  1,
 		Refresh: 7200,
 		Retry:   1800,

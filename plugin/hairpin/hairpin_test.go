@@ -8,6 +8,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 var (
@@ -68,7 +70,7 @@ func TestServeDNSQueryTable(t *testing.T) {
 
 func TestExactHostWinsOverWildcard(t *testing.T) {
 	hc := syncedCache(t, testZones, ips("127.77.0.10"), "*.example.com")
-	other := newProxyTarget("other/proxy")
+	other := newTarget("other/proxy", targetSelection{})
 	other.store(splitFamilies(ips("127.77.0.20")))
 	hc.mu.Lock()
 	hc.claims.set("ingress/test/exact", ownerClaims{hosts: []string{"exact.example.com."}, target: other})
@@ -82,7 +84,7 @@ func TestExactHostWinsOverWildcard(t *testing.T) {
 	} {
 		rec := dnstest.NewRecorder(&test.ResponseWriter{})
 		h.ServeDNS(context.Background(), rec, test.Case{Qname: qname, Qtype: dns.TypeA}.Msg())
-		if len(rec.Msg.Answer) != 1 || rec.Msg.Answer[0].(*dns.A).A.String() != want {
+		if got := harness.ARecords(rec.Msg); len(got) != 1 || len(rec.Msg.Answer) != 1 || got[0].String() != want {
 			t.Errorf("%s: got %v, want A %s", qname, rec.Msg.Answer, want)
 		}
 	}
@@ -118,7 +120,7 @@ func TestDualStackProxyAnswersBothFamilies(t *testing.T) {
 
 func TestQueriesPassThroughWhenNotServing(t *testing.T) {
 	unsynced := syncedCache(t, testZones, ips("127.77.0.10"), "app.example.com")
-	unsynced.synced.Store(false)
+	unsynced.open.Store(false)
 	cases := []struct {
 		name string
 		h    *Hairpin
@@ -143,12 +145,12 @@ func TestQueriesPassThroughWhenNotServing(t *testing.T) {
 
 func TestReadyFollowsSync(t *testing.T) {
 	hc := syncedCache(t, testZones, ips("127.77.0.10"))
-	hc.synced.Store(false)
+	hc.open.Store(false)
 	h := newTestHairpin(hc, testZones)
 	if h.Ready() {
 		t.Error("Ready() before sync")
 	}
-	hc.synced.Store(true)
+	hc.open.Store(true)
 	if !h.Ready() {
 		t.Error("not Ready() after sync")
 	}

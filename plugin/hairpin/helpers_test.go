@@ -2,8 +2,10 @@ package hairpin
 
 import (
 	"context"
+	"maps"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/test"
@@ -34,18 +36,25 @@ func ips(ss ...string) []net.IP {
 	return out
 }
 
-// syncedCache returns a cache that serves hosts with the given proxy
-// addresses, as if an Ingress named them and the first sync had happened.
+// The proxy Service of the explicit form in tests.
+const (
+	defaultProxyNamespace = "hairpin-system"
+	defaultProxyName      = "hairpin-proxy"
+)
+
+// syncedCache returns a serving cache with one explicit target that has the
+// given addresses, as if an Ingress named hosts and the first sync had
+// happened.
 func syncedCache(t testing.TB, zones []string, proxy []net.IP, hosts ...string) *hostCache {
 	t.Helper()
-	hc := newHostCache(nil, settings{zones: zones})
-	hc.target.store(splitFamilies(proxy))
-	served, rejected := classifyHosts(hosts, zones)
+	hc := newHostCache(nil, settings{zones: zones, proxyNamespace: defaultProxyNamespace, proxyName: defaultProxyName})
+	tgt := hc.targets[defaultProxyNamespace+"/"+defaultProxyName]
+	tgt.store(splitFamilies(proxy))
 	hc.mu.Lock()
-	hc.claims.set("ingress/test/app", ownerClaims{hosts: served, rejected: rejected, target: hc.target})
+	hc.setClaimsLocked("ingress/test/app", hc.claimsFor("ingress", hosts, selection{target: tgt}), time.Now())
 	hc.mu.Unlock()
 	hc.publish()
-	hc.synced.Store(true)
+	hc.open.Store(true)
 	return hc
 }
 
@@ -56,4 +65,12 @@ func newTestHairpin(hc *hostCache, zones []string) *Hairpin {
 		h.cache.Store(hc)
 	}
 	return h
+}
+
+// gatewayKindsStarted returns the Gateway API kinds watched, with their
+// versions.
+func (hc *hostCache) gatewayKindsStarted() map[string]string {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	return maps.Clone(hc.gateway.started)
 }

@@ -8,18 +8,18 @@ import (
 
 // index is an immutable snapshot of the served hosts. The query path reads it
 // through an atomic pointer and never takes a lock; writers build a new one and
-// swap it in.
+// swap it in. Each entry points at the target it was built for.
 type index struct {
-	exact    map[string]*proxyTarget // "app.example.com." -> target
-	wildcard map[string]*proxyTarget // "example.com." for "*.example.com." -> target
+	exact    map[string]*target // "app.example.com." -> target
+	wildcard map[string]*target // "example.com." for "*.example.com." -> target
 }
 
-var emptyIndex = &index{exact: map[string]*proxyTarget{}, wildcard: map[string]*proxyTarget{}}
+var emptyIndex = &index{exact: map[string]*target{}, wildcard: map[string]*target{}}
 
 // lookup returns the target for the lowercased, fully qualified qname, or nil.
 // An exact host wins over a wildcard, and a wildcard matches exactly one
 // label, as in Ingress semantics. The cost is two map reads whatever the size.
-func (ix *index) lookup(qname string) *proxyTarget {
+func (ix *index) lookup(qname string) *target {
 	if t, ok := ix.exact[qname]; ok {
 		return t
 	}
@@ -43,13 +43,18 @@ func hostKey(host string) (key string, wildcard bool) {
 }
 
 // claims is the mutable host table behind the index: which objects claim
-// which host, so that a host named by several objects stays until the last
-// one goes. It is not safe for concurrent use; the builder serialises access.
+// which host for which target, so that a host named by several objects stays
+// until the last one goes. It is not safe for concurrent use; hostCache.mu
+// serialises access.
 type claims struct {
 	byOwner map[string]ownerClaims // owner key -> what it claims
 	byHost  map[string][]hostOwner // host -> the owners that name it
 
-	rejected map[rejectedHost]int // rejected host -> number of owners naming it
+	rejected   map[rejectedHost]int // rejected host -> number of owners naming it
+	unselected map[string]int       // kind -> objects that no target selects
+	objConfl   map[string]int       // kind -> objects that several targets select
+	hostConfl  map[string]struct{}  // hosts whose owners are on different targets
+	perTarget  map[*target]int      // target -> hosts it serves in live
 
 	live  *index              // the index as of the last publish, cloned on write
 	dirty map[string]struct{} // hosts whose winner must be recomputed
@@ -57,13 +62,21 @@ type claims struct {
 
 // ownerClaims is what one object (an Ingress, a Gateway, a route) contributes.
 type ownerClaims struct {
-	hosts    []string
-	target   *proxyTarget
-	rejected []rejectedHost
+	kind       string // "ingress", "gateway", "httproute", ...
+	hosts      []string
+	target     *target
+	rejected   []rejectedHost
+	unselected bool // no target selects the object
+	conflict   bool // several targets select it; target is the winner
 }
 
 func (oc ownerClaims) equal(other ownerClaims) bool {
-	return oc.target == other.target && slices.Equal(oc.hosts, other.hosts) && slices.Equal(oc.rejected, other.rejected)
+	return oc.kind == other.kind && oc.target == other.target && oc.unselected == other.unselected &&
+		oc.conflict == other.conflict && slices.Equal(oc.hosts, other.hosts) && slices.Equal(oc.rejected, other.rejected)
+}
+
+func (oc ownerClaims) isEmpty() bool {
+	return len(oc.hosts) == 0 && len(oc.rejected) == 0 && !oc.unselected && !oc.conflict
 }
 
 // rejectedHost is a host that an object names but that is never served.
@@ -74,11 +87,15 @@ type rejectedHost struct {
 
 func newClaims() *claims {
 	return &claims{
-		byOwner:  map[string]ownerClaims{},
-		byHost:   map[string][]hostOwner{},
-		rejected: map[rejectedHost]int{},
-		live:     emptyIndex,
-		dirty:    map[string]struct{}{},
+		byOwner:    map[string]ownerClaims{},
+		byHost:     map[string][]hostOwner{},
+		rejected:   map[rejectedHost]int{},
+		unselected: map[string]int{},
+		objConfl:   map[string]int{},
+		hostConfl:  map[string]struct{}{},
+		perTarget:  map[*target]int{},
+		live:       emptyIndex,
+		dirty:      map[string]struct{}{},
 	}
 }
 
@@ -95,7 +112,9 @@ func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost
 		}
 		c.rejected[r]++
 	}
+	c.count(oc, 1)
 	if had {
+		c.count(old, -1)
 		for _, r := range old.rejected {
 			if c.rejected[r]--; c.rejected[r] <= 0 {
 				delete(c.rejected, r)
@@ -111,7 +130,7 @@ func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost
 			c.dirty[h] = struct{}{}
 		}
 	}
-	if len(oc.hosts) == 0 && len(oc.rejected) == 0 {
+	if oc.isEmpty() {
 		delete(c.byOwner, owner)
 		return newlyRejected
 	}
@@ -123,13 +142,14 @@ func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost
 	return newlyRejected
 }
 
-// owners returns the keys of every owner that currently claims something.
-func (c *claims) owners() []string {
-	keys := make([]string, 0, len(c.byOwner))
-	for k := range c.byOwner {
-		keys = append(keys, k)
+// count adds d to the per-kind tallies that oc is part of.
+func (c *claims) count(oc ownerClaims, d int) {
+	if oc.unselected {
+		c.unselected[oc.kind] += d
 	}
-	return keys
+	if oc.conflict {
+		c.objConfl[oc.kind] += d
+	}
 }
 
 // publish returns a new immutable index that reflects every set since the last
@@ -147,10 +167,23 @@ func (c *claims) publish() (ix *index, changed bool) {
 		if wild {
 			m = next.wildcard
 		}
-		if t := winner(c.byHost[h]); t != nil {
+		if old, ok := m[key]; ok {
+			c.perTarget[old]--
+			if c.perTarget[old] <= 0 {
+				delete(c.perTarget, old)
+			}
+		}
+		t, conflict := winner(c.byHost[h])
+		if t != nil {
 			m[key] = t
+			c.perTarget[t]++
 		} else {
 			delete(m, key)
+		}
+		if conflict {
+			c.hostConfl[h] = struct{}{}
+		} else {
+			delete(c.hostConfl, h)
 		}
 	}
 	clear(c.dirty)
@@ -162,22 +195,26 @@ func (c *claims) publish() (ix *index, changed bool) {
 // so a slice costs one small allocation where a map per host cost several.
 type hostOwner struct {
 	owner  string
-	target *proxyTarget
+	target *target
 }
 
-// winner picks the target of the lexically first owner so that the answer does
-// not depend on event order when owners disagree.
-func winner(owners []hostOwner) *proxyTarget {
+// winner picks the target of the lexically first owner, so that the answer
+// does not depend on event order when owners disagree. conflict is true when
+// the owners name different targets.
+func winner(owners []hostOwner) (t *target, conflict bool) {
 	var best *hostOwner
 	for i := range owners {
+		if best != nil && owners[i].target != best.target {
+			conflict = true
+		}
 		if best == nil || owners[i].owner < best.owner {
 			best = &owners[i]
 		}
 	}
 	if best == nil {
-		return nil
+		return nil, false
 	}
-	return best.target
+	return best.target, conflict
 }
 
 // rejectedByReason counts the distinct hosts that are named but not served.

@@ -2,14 +2,10 @@ package hairpin
 
 import (
 	"slices"
-	"strings"
 	"time"
-
-	"github.com/coredns/coredns/plugin"
 
 	networking "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const (
@@ -18,12 +14,6 @@ const (
 	legacyClassAnnotation = "kubernetes.io/ingress.class"
 	// defaultClassAnnotation marks the IngressClass used when an Ingress names none.
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
-)
-
-// Reasons a named host is not served, the values of the reason label.
-const (
-	reasonOutsideZones = "outside_zones"
-	reasonInvalid      = "invalid"
 )
 
 // cachedIngress is what the informer keeps of an Ingress: its class as
@@ -51,14 +41,14 @@ func newCachedIngress(keepLabels bool) func(any) (any, error) {
 		if ing.Spec.IngressClassName != nil {
 			c.className = *ing.Spec.IngressClassName
 		}
-		c.hosts = make([]string, 0, len(ing.Spec.Rules)+len(ing.Spec.TLS))
+		// Only the rules route. spec.tls[].hosts name the certificate to
+		// present; ingress-nginx builds its servers from the rules alone,
+		// and a TLS host that no rule names is served by the catch-all
+		// default server, not by this Ingress. A "*.example.com" wildcard
+		// certificate must not send every name of the zone to the proxy.
+		c.hosts = make([]string, 0, len(ing.Spec.Rules))
 		for _, r := range ing.Spec.Rules {
 			c.hosts = appendHost(c.hosts, r.Host)
-		}
-		for _, t := range ing.Spec.TLS {
-			for _, h := range t.Hosts {
-				c.hosts = appendHost(c.hosts, h)
-			}
 		}
 		return c, nil
 	}
@@ -75,15 +65,6 @@ func appendHost(hosts []string, host string) []string {
 		return hosts
 	}
 	return append(hosts, fqdn)
-}
-
-// toFQDN lowercases host and adds the trailing dot, allocating only when it
-// must.
-func toFQDN(host string) string {
-	if strings.HasSuffix(host, ".") && strings.ToLower(host) == host {
-		return host
-	}
-	return strings.ToLower(strings.TrimSuffix(host, ".")) + "."
 }
 
 // class returns the Ingress's class: spec.ingressClassName, else the legacy
@@ -119,42 +100,6 @@ func newCachedIngressClass(obj any) (any, error) {
 		created:    ic.CreationTimestamp.Time,
 		isDefault:  ic.Annotations[defaultClassAnnotation] == "true",
 	}, nil
-}
-
-// classifyHosts normalises hosts to lowercase FQDNs and splits them into
-// served hosts and rejected ones. Empty hosts (a rule for every host) name
-// nothing and are dropped.
-func classifyHosts(hosts []string, zones []string) (served []string, rejected []rejectedHost) {
-	seen := make(map[string]struct{}, len(hosts))
-	for _, h := range hosts {
-		if h == "" {
-			continue
-		}
-		fqdn := toFQDN(h)
-		if _, dup := seen[fqdn]; dup {
-			continue
-		}
-		seen[fqdn] = struct{}{}
-		switch {
-		case !validHost(fqdn):
-			rejected = append(rejected, rejectedHost{host: fqdn, reason: reasonInvalid})
-		case plugin.Zones(zones).Matches(fqdn) == "":
-			rejected = append(rejected, rejectedHost{host: fqdn, reason: reasonOutsideZones})
-		default:
-			served = append(served, fqdn)
-		}
-	}
-	return served, rejected
-}
-
-// validHost accepts a DNS-1123 subdomain, optionally with one leading "*."
-// label, given as an FQDN.
-func validHost(fqdn string) bool {
-	h := strings.TrimSuffix(fqdn, ".")
-	if strings.HasPrefix(h, "*.") {
-		return len(validation.IsWildcardDNS1123Subdomain(h)) == 0
-	}
-	return len(validation.IsDNS1123Subdomain(h)) == 0
 }
 
 // defaultIngressClass picks the default class the way the DefaultIngressClass

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +12,10 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	core "k8s.io/api/core/v1"
 	networking "k8s.io/api/networking/v1"
+	rbac "k8s.io/api/rbac/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -44,7 +47,9 @@ func TestIntegration(t *testing.T) {
 	it.run("NoGatewayCRDsReadyOnIngressAloneThenCRDsPickedUp", it.gatewayCRDsLate)
 	it.run("GatewayRoutesAttachAndReparent", it.gatewayRoutes)
 	it.run("APIServerDownServesLastKnownThenCatchesUp", it.apiserverRestart)
-	it.run("NotReadyBeforeSync", it.notReadyBeforeSync)
+	it.run("TargetsAppearChangeAndGoLive", it.targetsLive)
+	it.run("GatewayRBACMissingIngressHostsStillServed", it.gatewayForbidden)
+	it.run("NotReadyUntilSyncOrStartupTimeout", it.notReadyBeforeSync)
 }
 
 type integration struct {
@@ -81,7 +86,12 @@ func (it *integration) createNamespace(t *testing.T, ns string) {
 // is never left waiting on a watch.
 func (it *integration) startCache(t *testing.T, s settings) *hostCache {
 	t.Helper()
-	s.kubeconfig = it.cp.Kubeconfig
+	if s.kubeconfig == "" {
+		s.kubeconfig = it.cp.Kubeconfig
+	}
+	if s.startupTimeout == 0 {
+		s.startupTimeout = 20 * time.Second
+	}
 	if s.zones == nil {
 		s.zones = []string{"example.com."}
 	}
@@ -107,7 +117,7 @@ func (it *integration) startCache(t *testing.T, s settings) *hostCache {
 func (it *integration) syncedCache(t *testing.T, s settings) *hostCache {
 	t.Helper()
 	hc := it.startCache(t, s)
-	if !hc.waitForSync(20 * time.Second) {
+	if !hc.waitOpen(20 * time.Second) {
 		t.Fatal("cache did not sync against the real apiserver")
 	}
 	return hc
@@ -418,7 +428,7 @@ func (it *integration) apiserverRestart(t *testing.T, ns string) {
 	// Give the watches time to notice, then the last-known answer must stand.
 	time.Sleep(2 * time.Second)
 	wantA(t, hc, "before.example.com.", ip)
-	if !hc.hasSynced() {
+	if !hc.serving() {
 		t.Error("cache reports unsynced while serving last-known answers")
 	}
 
@@ -440,20 +450,135 @@ func (it *integration) notReadyBeforeSync(t *testing.T, ns string) {
 			it.cp.StartAPIServer()
 		}
 	})
-	hc := it.startCache(t, it.proxySettings(ns))
+	s := it.proxySettings(ns)
+	s.startupTimeout = 2 * time.Second
+	hc := it.startCache(t, s)
 	h := newTestHairpin(hc, []string{"example.com."})
-	if hc.waitForSync(time.Second) || h.Ready() {
-		t.Fatal("Ready() with the apiserver down before the first sync")
+	if h.Ready() {
+		t.Fatal("Ready() with the apiserver down, before the first sync and before startup_timeout")
+	}
+	// An unreachable apiserver must not keep CoreDNS out of the Service
+	// endpoints: after startup_timeout the plugin is Ready and passes
+	// through.
+	if !hc.waitOpen(10*time.Second) || !h.Ready() {
+		t.Fatal("not Ready after startup_timeout with the apiserver down")
 	}
 	if err := it.cp.StartAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	restarted = true
-	if !hc.waitForSync(30 * time.Second) {
-		t.Fatal("not synced after the apiserver came back")
+	it.createIngress(t, ingress(ns, "late", "", "late.example.com"))
+	wantA(t, hc, "late.example.com.", it.serviceIP(t, ns, "hairpin-proxy"))
+}
+
+func (it *integration) serviceIP(t *testing.T, ns, name string) string {
+	t.Helper()
+	svc, err := it.kube.CoreV1().Services(ns).Get(it.ctx(t), name, meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !h.Ready() {
-		t.Error("synced but not Ready()")
+	return svc.Spec.ClusterIP
+}
+
+// createTarget creates a discovered target Service in ns and returns its
+// ClusterIP.
+func (it *integration) createTarget(t *testing.T, ns, name string, ann map[string]string) string {
+	t.Helper()
+	svc := &core.Service{
+		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{targetLabel: ""}, Annotations: ann},
+		Spec:       core.ServiceSpec{Ports: []core.ServicePort{{Name: "http", Port: 80}}},
+	}
+	created, err := it.kube.CoreV1().Services(ns).Create(it.ctx(t), svc, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created.Spec.ClusterIP
+}
+
+func (it *integration) targetsLive(t *testing.T, ns string) {
+	tenant := ns + "-tenant"
+	it.createNamespace(t, tenant)
+	root := it.createTarget(t, ns, "root", map[string]string{zonesAnnotation: "example.com", ingressClassesAnnotation: "tenant-root"})
+	it.createIngress(t, ingress(tenant, "dash", "tenant-root", "dash.example.com"))
+	it.createIngress(t, ingress(tenant, "app", "tenant-a", "app.a.example.com"))
+	it.createIngress(t, ingress(tenant, "foreign", "tenant-a", "login.example.org"))
+	s := settings{zones: []string{"."}, targetsNamespace: ns, namespaces: []string{tenant}}
+	hc := it.syncedCache(t, s)
+	wantA(t, hc, "dash.example.com.", root)
+	wantA(t, hc, "app.a.example.com.", "") // no target for tenant-a yet
+
+	a := it.createTarget(t, ns, "tenant-a", map[string]string{zonesAnnotation: "a.example.com", ingressClassesAnnotation: "tenant-a"})
+	wantA(t, hc, "app.a.example.com.", a)
+	wantA(t, hc, "login.example.org.", "") // outside tenant-a's zones
+	wantA(t, hc, "dash.example.com.", root)
+
+	// Re-annotated: tenant-a now also takes tenant-root's class, but the
+	// more specific class match is the same rank, so the first name wins:
+	// root.
+	svcs := it.kube.CoreV1().Services(ns)
+	svc, err := svcs.Get(it.ctx(t), "tenant-a", meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Annotations[zonesAnnotation] = "example.com"
+	svc.Annotations[ingressClassesAnnotation] = "tenant-a,tenant-root"
+	if _, err := svcs.Update(it.ctx(t), svc, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantA(t, hc, "dash.example.com.", root)
+	wantA(t, hc, "app.a.example.com.", a)
+
+	if err := svcs.Delete(it.ctx(t), "tenant-a", meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantA(t, hc, "app.a.example.com.", "")
+	wantA(t, hc, "dash.example.com.", root)
+}
+
+// gatewayForbidden runs the plugin as a user that may read Ingresses and
+// Services but not the Gateway API, with the CRDs installed.
+func (it *integration) gatewayForbidden(t *testing.T, ns string) {
+	ip := it.createProxy(t, ns)
+	it.createIngress(t, ingress(ns, "app", "", "app.example.com"))
+	kubeconfig, _, err := it.cp.UserKubeconfig("hairpin-no-gateway-" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it.grantRead(t, "hairpin-no-gateway-"+ns, "networking.k8s.io", "ingresses", "ingressclasses")
+	it.grantRead(t, "hairpin-no-gateway-"+ns, "", "services")
+	s := it.proxySettings(ns)
+	s.kubeconfig = kubeconfig
+	s.gatewayClasses = []string{"*"}
+	s.startupTimeout = time.Second
+	hc := it.startCache(t, s)
+	h := newTestHairpin(hc, []string{"example.com."})
+	if !hc.waitOpen(15*time.Second) || !h.Ready() {
+		t.Fatal("not Ready after startup_timeout with the Gateway API forbidden")
+	}
+	wantA(t, hc, "app.example.com.", ip)
+	eventually(t, "forbidden Gateway lists counted", func() bool {
+		return testutil.ToFloat64(watchErrors.WithLabelValues(hc.id, "gateway", "forbidden")) > 0
+	})
+}
+
+// grantRead binds user to get/list/watch on resources cluster-wide.
+func (it *integration) grantRead(t *testing.T, user, group string, resources ...string) {
+	t.Helper()
+	name := user + "-" + strings.ReplaceAll(group, ".", "-") + "-read"
+	role := &rbac.ClusterRole{
+		ObjectMeta: meta.ObjectMeta{Name: name},
+		Rules:      []rbac.PolicyRule{{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch"}}},
+	}
+	if _, err := it.kube.RbacV1().ClusterRoles().Create(it.ctx(t), role, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbac.ClusterRoleBinding{
+		ObjectMeta: meta.ObjectMeta{Name: name},
+		RoleRef:    rbac.RoleRef{APIGroup: rbac.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbac.Subject{{Kind: rbac.UserKind, APIGroup: rbac.GroupName, Name: user}},
+	}
+	if _, err := it.kube.RbacV1().ClusterRoleBindings().Create(it.ctx(t), binding, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -11,48 +11,145 @@ import (
 const (
 	outcomeAnswer  = "answer"   // addresses answered
 	outcomeNoData  = "nodata"   // NOERROR with an SOA and no answer
-	outcomeNoProxy = "no_proxy" // passed on: the proxy Service has no ClusterIP
+	outcomeNoProxy = "no_proxy" // passed on: the target has no ClusterIP
 )
 
+// Target states, the values of the state label of coredns_hairpin_targets.
+const (
+	stateServing     = "serving"
+	stateNoAddresses = "no_addresses"
+	stateDisabled    = "disabled"
+)
+
+// Every gauge of a cache carries its cache label (a short hash of its
+// settings, logged at start), so that several server blocks, and the old and
+// new cache of a reload, never overwrite each other; a stopped cache deletes
+// its series.
 var (
 	queriesTotal = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: pluginName,
-		Name:      "queries_total",
-		Help:      "Queries for hairpin hosts, by query type and outcome.",
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "queries_total",
+		Help: "Queries for hairpin hosts, by query type and outcome.",
 	}, []string{"server", "qtype", "outcome"})
 
+	writeErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "write_errors_total",
+		Help: "Responses that could not be written to the client.",
+	}, []string{"server"})
+
 	hostsServed = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: pluginName,
-		Name:      "hosts",
-		Help:      "Hosts answered with the proxy address, by kind (exact or wildcard).",
-	}, []string{"kind"})
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "hosts",
+		Help: "Hosts answered with a target's address, by kind (exact or wildcard).",
+	}, []string{"cache", "kind"})
 
 	hostsRejected = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: pluginName,
-		Name:      "hosts_rejected",
-		Help:      "Distinct hosts named by watched objects but never answered, by reason (outside_zones, invalid).",
-	}, []string{"reason"})
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "hosts_rejected",
+		Help: "Distinct hosts named by selected objects but never answered, by reason (outside_zones, invalid).",
+	}, []string{"cache", "reason"})
 
-	proxyAddresses = promauto.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: pluginName,
-		Name:      "proxy_addresses",
-		Help:      "Proxy addresses answered, by family (ipv4, ipv6). Zero means queries pass through.",
-	}, []string{"family"})
+	targetsKnown = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "targets",
+		Help: "Known targets, by state (serving, no_addresses, disabled).",
+	}, []string{"cache", "state"})
+
+	targetAddresses = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "target_addresses",
+		Help: "Addresses a target is answered with, by family (ipv4, ipv6). Zero for both: its hosts pass through.",
+	}, []string{"cache", "target", "family"})
+
+	targetHosts = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "target_hosts",
+		Help: "Hosts answered with a target's address.",
+	}, []string{"cache", "target"})
+
+	conflicts = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "conflicts",
+		Help: "Conflicts resolved deterministically: objects that several targets select (kind=object), hosts that objects on different targets name (kind=host).",
+	}, []string{"cache", "kind"})
+
+	unselectedObjects = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "unselected_objects",
+		Help: "Objects naming hosts that no target selects, by kind; their hosts are not answered.",
+	}, []string{"cache", "kind"})
+
+	kindSynced = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "kind_synced",
+		Help: "1 once a watched kind's first list is in the index, 0 before (or while it cannot be listed).",
+	}, []string{"cache", "kind"})
+
+	watchErrors = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "watch_errors_total",
+		Help: "List and watch failures, by kind and reason (forbidden, unauthorized, not_found, unavailable, expired, other).",
+	}, []string{"cache", "kind", "reason"})
 
 	indexUpdateDelay = promauto.NewHistogram(prometheus.HistogramOpts{
-		Namespace: plugin.Namespace,
-		Subsystem: pluginName,
-		Name:      "index_update_delay_seconds",
-		Help:      "Delay between a watch event reaching the plugin and the index that reflects it being served.",
-		Buckets:   []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "index_update_delay_seconds",
+		Help:    "Delay between a watch event reaching the plugin and the index that reflects it being served.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 	})
 )
 
-func reportProxyAddresses(a *proxyAddrs) {
-	proxyAddresses.WithLabelValues("ipv4").Set(float64(len(a.v4)))
-	proxyAddresses.WithLabelValues("ipv6").Set(float64(len(a.v6)))
+// cacheVecs are the series a cache owns.
+var cacheVecs = []*prometheus.MetricVec{
+	hostsServed.MetricVec, hostsRejected.MetricVec, targetsKnown.MetricVec, targetAddresses.MetricVec,
+	targetHosts.MetricVec, conflicts.MetricVec, unselectedObjects.MetricVec, kindSynced.MetricVec, watchErrors.MetricVec,
+}
+
+// reportLocked sets the gauges that follow the published index and the
+// claims. The caller holds hc.mu.
+func (hc *hostCache) reportLocked(ix *index) {
+	exact, wild := ix.size()
+	hostsServed.WithLabelValues(hc.id, "exact").Set(float64(exact))
+	hostsServed.WithLabelValues(hc.id, "wildcard").Set(float64(wild))
+	rejected := hc.claims.rejectedByReason()
+	for _, reason := range []string{reasonOutsideZones, reasonInvalid} {
+		hostsRejected.WithLabelValues(hc.id, reason).Set(float64(rejected[reason]))
+	}
+	objConfl := 0
+	for _, n := range hc.claims.objConfl {
+		objConfl += n
+	}
+	conflicts.WithLabelValues(hc.id, "object").Set(float64(objConfl))
+	conflicts.WithLabelValues(hc.id, "host").Set(float64(len(hc.claims.hostConfl)))
+	for _, kind := range []string{"ingress", "gateway", "httproute", "grpcroute", "tlsroute"} {
+		unselectedObjects.WithLabelValues(hc.id, kind).Set(float64(hc.claims.unselected[kind]))
+	}
+	states := map[string]int{stateServing: 0, stateNoAddresses: 0, stateDisabled: 0}
+	for _, t := range hc.targets {
+		targetHosts.WithLabelValues(hc.id, t.name).Set(float64(hc.claims.perTarget[t]))
+		switch {
+		case !t.sel.enabled():
+			states[stateDisabled]++
+		case t.load().empty():
+			states[stateNoAddresses]++
+		default:
+			states[stateServing]++
+		}
+	}
+	for state, n := range states {
+		targetsKnown.WithLabelValues(hc.id, state).Set(float64(n))
+	}
+}
+
+// reportTarget sets a target's address gauges.
+func reportTarget(cache string, t *target) {
+	if t == nil {
+		return
+	}
+	a := t.load()
+	targetAddresses.WithLabelValues(cache, t.name, "ipv4").Set(float64(len(a.v4)))
+	targetAddresses.WithLabelValues(cache, t.name, "ipv6").Set(float64(len(a.v6)))
+}
+
+// deleteTargetMetrics removes the series of a target that is gone.
+func deleteTargetMetrics(cache, name string) {
+	labels := prometheus.Labels{"cache": cache, "target": name}
+	targetAddresses.DeletePartialMatch(labels)
+	targetHosts.DeletePartialMatch(labels)
+}
+
+// deleteCacheMetrics removes every series of a stopped cache.
+func deleteCacheMetrics(cache string) {
+	for _, v := range cacheVecs {
+		v.DeletePartialMatch(prometheus.Labels{"cache": cache})
+	}
 }

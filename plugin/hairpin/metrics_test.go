@@ -44,10 +44,10 @@ func TestHostGaugesFollowThePublishedIndex(t *testing.T) {
 		got  float64
 		want float64
 	}{
-		{"exact", testutil.ToFloat64(hostsServed.WithLabelValues("exact")), 1},
-		{"wildcard", testutil.ToFloat64(hostsServed.WithLabelValues("wildcard")), 1},
-		{"outside_zones", testutil.ToFloat64(hostsRejected.WithLabelValues(reasonOutsideZones)), 1},
-		{"invalid", testutil.ToFloat64(hostsRejected.WithLabelValues(reasonInvalid)), 1},
+		{"exact", testutil.ToFloat64(hostsServed.WithLabelValues(hc.id, "exact")), 1},
+		{"wildcard", testutil.ToFloat64(hostsServed.WithLabelValues(hc.id, "wildcard")), 1},
+		{"outside_zones", testutil.ToFloat64(hostsRejected.WithLabelValues(hc.id, reasonOutsideZones)), 1},
+		{"invalid", testutil.ToFloat64(hostsRejected.WithLabelValues(hc.id, reasonInvalid)), 1},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)

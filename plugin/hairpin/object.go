@@ -13,13 +13,14 @@ import (
 // the kubernetes plugin's slim-object pattern.
 type objectMeta struct {
 	name, namespace, resourceVersion string
+	uid                              types.UID
 	generation                       int64
 	labels                           map[string]string
 }
 
 // newObjectMeta keeps the identity of m, and its labels only when keepLabels.
 func newObjectMeta(m meta.Object, keepLabels bool) objectMeta {
-	om := objectMeta{name: m.GetName(), namespace: m.GetNamespace(), resourceVersion: m.GetResourceVersion(), generation: m.GetGeneration()}
+	om := objectMeta{name: m.GetName(), namespace: m.GetNamespace(), resourceVersion: m.GetResourceVersion(), uid: m.GetUID(), generation: m.GetGeneration()}
 	if keepLabels {
 		om.labels = m.GetLabels()
 	}
@@ -56,6 +57,14 @@ func (o *objectMeta) SetGeneration(g int64) { o.generation = g }
 // SetLabels implements meta.Object.
 func (o *objectMeta) SetLabels(l map[string]string) { o.labels = l }
 
+// key is the informer store key, "namespace/name" or "name".
+func (o *objectMeta) key() string {
+	if o.namespace == "" {
+		return o.name
+	}
+	return o.namespace + "/" + o.name
+}
+
 // GetObjectKind implements runtime.Object.
 func (o *objectMeta) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
 
@@ -68,10 +77,10 @@ func (o *objectMeta) GetGenerateName() string { return "" }
 func (o *objectMeta) SetGenerateName(string) {}
 
 // GetUID implements meta.Object.
-func (o *objectMeta) GetUID() types.UID { return "" }
+func (o *objectMeta) GetUID() types.UID { return o.uid }
 
 // SetUID implements meta.Object.
-func (o *objectMeta) SetUID(types.UID) {}
+func (o *objectMeta) SetUID(u types.UID) { o.uid = u }
 
 // GetSelfLink implements meta.Object.
 func (o *objectMeta) GetSelfLink() string { return "" }

@@ -2,7 +2,6 @@ package hairpin
 
 import (
 	"fmt"
-	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,6 +15,8 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // useFakeClients makes setup hand out fake clientsets over objs.
@@ -26,7 +27,13 @@ func useFakeClients(t *testing.T, objs ...k8sruntime.Object) {
 		return func() (*clients, error) { return &clients{kube: fake.NewClientset(objs...)}, nil }, nil
 	}
 	t.Cleanup(func() { newClientFactory = orig })
+	registerDirective(t)
+}
 
+// registerDirective puts hairpin into the directive list, as plugin.cfg does
+// in the real build.
+func registerDirective(t *testing.T) {
+	t.Helper()
 	dirs := slices.Clone(dnsserver.Directives)
 	if !slices.Contains(dirs, pluginName) {
 		i := slices.Index(dirs, "hosts")
@@ -36,14 +43,11 @@ func useFakeClients(t *testing.T, objs ...k8sruntime.Object) {
 	}
 }
 
+// freeLoopbackPort is a port free for both TCP and UDP on 127.0.0.1: a DNS
+// server binds both.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return harness.FreePort(t, "127.0.0.1")
 }
 
 // twoBlocks is a Corefile with two server blocks whose hairpin settings are
@@ -101,7 +105,7 @@ func TestTwoServerBlocksShareOneCacheAndReloadKeepsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := onlyCache(t)
-	if !first.hasSynced() {
+	if !first.serving() {
 		t.Fatal("cache not synced after OnStartup")
 	}
 

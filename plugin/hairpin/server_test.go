@@ -13,7 +13,7 @@ import (
 // TestAnswersOverUDPAndTCPWithEDNS0 runs the plugin inside a real CoreDNS
 // server on loopback and asks it over both transports.
 func TestAnswersOverUDPAndTCPWithEDNS0(t *testing.T) {
-	useFakeClients(t, proxyService("127.77.0.10"), ingress("default", "app", "", "app.example.com"))
+	useFakeClients(t, targetService("hairpin-proxy", "127.77.0.10", "example.com", "*"), ingress("default", "app", "", "app.example.com"))
 	port := freeLoopbackPort(t)
 	inst, err := caddy.Start(caddy.CaddyfileInput{ServerTypeName: "dns", Contents: []byte(fmt.Sprintf(`
 example.com:%d {

@@ -25,27 +25,28 @@ var log = clog.NewWithPlugin(pluginName)
 func init() { plugin.Register(pluginName, setup) }
 
 const (
-	defaultProxyNamespace = "hairpin-system"
-	defaultProxyName      = "hairpin-proxy"
-	defaultTTL            = 5
-	maxTTL                = 3600
-	defaultStartupTimeout = 5 * time.Second
+	defaultTargetsNamespace = "hairpin-system"
+	defaultTTL              = 5
+	maxTTL                  = 3600
+	defaultStartupTimeout   = 5 * time.Second
 )
 
-// settings is one parsed hairpin stanza.
+// settings is one parsed hairpin stanza. With neither proxy nor proxy_ip,
+// targets are discovered in targetsNamespace.
 type settings struct {
-	zones          []string
-	proxyNamespace string
-	proxyName      string
-	proxyIPs       []net.IP
-	ingressClasses []string
-	gatewayClasses []string
-	namespaces     []string
-	labels         labels.Selector
-	ttl            uint32
-	kubeconfig     string
-	kubecontext    string
-	startupTimeout time.Duration
+	zones            []string
+	targetsNamespace string
+	proxyNamespace   string
+	proxyName        string
+	proxyIPs         []net.IP
+	ingressClasses   []string
+	gatewayClasses   []string
+	namespaces       []string
+	labels           labels.Selector
+	ttl              uint32
+	kubeconfig       string
+	kubecontext      string
+	startupTimeout   time.Duration
 }
 
 // cacheKey identifies the watches and index that settings need. Two server
@@ -58,14 +59,23 @@ func (s settings) cacheKey() string {
 	}
 	return strings.Join([]string{
 		strings.Join(s.zones, ","),
+		s.targetsNamespace,
 		s.proxyNamespace + "/" + s.proxyName,
 		strings.Join(ips, ","),
 		strings.Join(s.ingressClasses, ","),
 		strings.Join(s.gatewayClasses, ","),
 		strings.Join(s.namespaces, ","),
-		s.labels.String(),
+		s.labelString(),
 		s.kubeconfig, s.kubecontext,
 	}, "|")
+}
+
+// labelString is the labels option as a selector string; "" for none.
+func (s settings) labelString() string {
+	if s.labels == nil {
+		return ""
+	}
+	return s.labels.String()
 }
 
 func setup(c *caddy.Controller) error {
@@ -73,8 +83,6 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	silenceKlog()
-
 	newClient, err := newClientFactory(s)
 	if err != nil {
 		return plugin.Error(pluginName, err)
@@ -82,8 +90,14 @@ func setup(c *caddy.Controller) error {
 
 	h := &Hairpin{Zones: s.zones, ttl: s.ttl}
 	var lease *cacheLease
+	owner := instanceToken(c)
+	// caddy discards an instance whose servers fail to start without
+	// running its shutdown callbacks; the instance it was meant to replace
+	// is told instead, and sweeps the leases of instances that are gone.
+	c.OnRestartFailed(func() error { releaseOrphanLeases(); return nil })
 	c.OnStartup(func() error {
-		lease, err = acquireCache(s.cacheKey(), func() (*hostCache, error) {
+		releaseOrphanLeases()
+		lease, err = acquireCache(s.cacheKey(), owner, func() (*hostCache, error) {
 			client, err := newClient()
 			if err != nil {
 				return nil, err
@@ -94,9 +108,7 @@ func setup(c *caddy.Controller) error {
 			return plugin.Error(pluginName, err)
 		}
 		h.cache.Store(lease.cache)
-		if !lease.cache.waitForSync(s.startupTimeout) {
-			log.Warningf("starting server with unsynced Kubernetes API after %s; queries pass through until synced", s.startupTimeout)
-		}
+		lease.cache.waitOpen(s.startupTimeout)
 		return nil
 	})
 	c.OnShutdown(func() error {
@@ -117,19 +129,20 @@ func setup(c *caddy.Controller) error {
 // parse reads one hairpin stanza. Every mistake names the token or value.
 func parse(c *caddy.Controller) (settings, error) {
 	s := settings{
-		proxyNamespace: defaultProxyNamespace,
-		proxyName:      defaultProxyName,
-		labels:         labels.Everything(),
-		ttl:            defaultTTL,
-		startupTimeout: defaultStartupTimeout,
+		targetsNamespace: defaultTargetsNamespace,
+		labels:           labels.Everything(),
+		ttl:              defaultTTL,
+		startupTimeout:   defaultStartupTimeout,
 	}
 	stanzas := 0
 	for c.Next() {
 		if stanzas++; stanzas > 1 {
 			return s, plugin.ErrOnce
 		}
-		s.zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
-		proxySet := false
+		zoneArgs := c.RemainingArgs()
+		s.zones = plugin.OriginsFromArgsOrServerBlock(zoneArgs, c.ServerBlockKeys)
+		var forms []string // which of targets, proxy, proxy_ip were given
+		var classProps []string
 		for c.NextBlock() {
 			prop := c.Val()
 			args := c.RemainingArgs()
@@ -138,18 +151,30 @@ func parse(c *caddy.Controller) (settings, error) {
 			}
 			var err error
 			switch prop {
+			case "targets":
+				if len(args) != 1 {
+					return s, c.Errf("targets takes one NAMESPACE, got %d arguments", len(args))
+				}
+				if errs := validation.IsDNS1123Label(args[0]); len(errs) > 0 {
+					err = fmt.Errorf("targets namespace %q: %s", args[0], errs[0])
+				}
+				s.targetsNamespace = args[0]
+				forms = append(forms, prop)
 			case "proxy":
 				if len(args) != 1 {
 					return s, c.Errf("proxy takes one NAMESPACE/NAME, got %d arguments", len(args))
 				}
 				s.proxyNamespace, s.proxyName, err = parseNamespacedName(args[0])
-				proxySet = true
+				forms = append(forms, prop)
 			case "proxy_ip":
 				s.proxyIPs, err = parseIPs(args)
+				forms = append(forms, prop)
 			case "ingress_class":
 				s.ingressClasses, err = parseNames("ingress_class", args, true)
+				classProps = append(classProps, prop)
 			case "gateway_class":
 				s.gatewayClasses, err = parseNames("gateway_class", args, true)
+				classProps = append(classProps, prop)
 			case "namespaces":
 				s.namespaces, err = parseNames("namespaces", args, false)
 			case "labels":
@@ -176,8 +201,8 @@ func parse(c *caddy.Controller) (settings, error) {
 				return s, c.Errf("%v", err)
 			}
 		}
-		if proxySet && len(s.proxyIPs) > 0 {
-			return s, c.Err("proxy and proxy_ip are mutually exclusive: answer either a Service's ClusterIPs or fixed addresses")
+		if err := checkForms(&s, forms, classProps, len(zoneArgs) > 0); err != nil {
+			return s, c.Errf("%v", err)
 		}
 	}
 	if stanzas == 0 {
@@ -185,6 +210,31 @@ func parse(c *caddy.Controller) (settings, error) {
 	}
 	return s, nil
 }
+
+// checkForms enforces the three mutually exclusive ways to name where hosts
+// go, and the root-block zone rule of the explicit forms.
+func checkForms(s *settings, forms, classProps []string, zonesNamed bool) error {
+	if len(forms) > 1 {
+		return fmt.Errorf("%s are mutually exclusive: discover targets in a namespace, or name one proxy Service, or fixed addresses", strings.Join(forms, " and "))
+	}
+	if !s.explicit() {
+		if len(classProps) > 0 {
+			return fmt.Errorf("%s needs proxy or proxy_ip; discovered targets select classes with their %s and %s annotations", classProps[0], ingressClassesAnnotation, gatewayClassesAnnotation)
+		}
+		return nil
+	}
+	s.targetsNamespace = ""
+	// One explicit proxy for every Ingress in a root block would answer
+	// any tenant's Ingress for any name: the zones are the hijack guard.
+	if !zonesNamed && slices.Contains(s.zones, ".") {
+		return fmt.Errorf("%s in a root server block must name its zones (hairpin example.com ... { %s ... }): without them any Ingress could claim any name", forms[0], forms[0])
+	}
+	return nil
+}
+
+// explicit reports whether the stanza names its one proxy (proxy or
+// proxy_ip) instead of discovering targets.
+func (s settings) explicit() bool { return s.proxyName != "" || len(s.proxyIPs) > 0 }
 
 func parseNamespacedName(arg string) (ns, name string, err error) {
 	ns, name, ok := strings.Cut(arg, "/")

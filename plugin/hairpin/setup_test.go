@@ -14,9 +14,9 @@ func TestParseGoodStanzas(t *testing.T) {
 		input string
 		check func(t *testing.T, s settings)
 	}{
-		{"defaults", `hairpin`, func(t *testing.T, s settings) {
-			if s.proxyNamespace != "hairpin-system" || s.proxyName != "hairpin-proxy" {
-				t.Errorf("proxy = %s/%s, want hairpin-system/hairpin-proxy", s.proxyNamespace, s.proxyName)
+		{"defaults: discover targets in hairpin-system", `hairpin`, func(t *testing.T, s settings) {
+			if s.targetsNamespace != "hairpin-system" || s.explicit() {
+				t.Errorf("targets %q explicit %v, want discovery in hairpin-system", s.targetsNamespace, s.explicit())
 			}
 			if s.ttl != 5 || s.startupTimeout != 5*time.Second {
 				t.Errorf("ttl %d startup_timeout %s, want 5 and 5s", s.ttl, s.startupTimeout)
@@ -61,7 +61,12 @@ func TestParseGoodStanzas(t *testing.T) {
 				t.Errorf("proxy_ip = %v", s.proxyIPs)
 			}
 		}},
-		{"every class", "hairpin {\ningress_class *\n}", func(t *testing.T, s settings) {
+		{"targets namespace", "hairpin {\ntargets tenant-root\n}", func(t *testing.T, s settings) {
+			if s.targetsNamespace != "tenant-root" {
+				t.Errorf("targets = %q", s.targetsNamespace)
+			}
+		}},
+		{"every class", "hairpin {\nproxy_ip 127.77.0.5\ningress_class *\n}", func(t *testing.T, s settings) {
 			if filtersClasses(s.ingressClasses) {
 				t.Error("ingress_class * filters classes")
 			}
@@ -99,7 +104,12 @@ func TestParseBadStanzasNameTheMistake(t *testing.T) {
 		{"hairpin {\nproxy ns/a b/c\n}", "proxy takes one NAMESPACE/NAME"},
 		{"hairpin {\nproxy_ip 10.0.0.300\n}", `proxy_ip "10.0.0.300" is not an IP address`},
 		{"hairpin {\nproxy ns/name\nproxy_ip 127.0.0.1\n}", "mutually exclusive"},
-		{"hairpin {\ningress_class Bad_Class\n}", `ingress_class "Bad_Class"`},
+		{"hairpin {\nproxy ns/name\ningress_class Bad_Class\n}", `ingress_class "Bad_Class"`},
+		{"hairpin {\ningress_class nginx\n}", "ingress_class needs proxy or proxy_ip"},
+		{"hairpin {\ngateway_class cilium\n}", "gateway_class needs proxy or proxy_ip"},
+		{"hairpin {\ntargets ns\nproxy ns/name\n}", "targets and proxy are mutually exclusive"},
+		{"hairpin {\ntargets Not_A_Namespace\n}", `targets namespace "Not_A_Namespace"`},
+		{"hairpin {\ntargets a b\n}", "targets takes one NAMESPACE"},
 		{"hairpin {\nnamespaces ok NOT_OK\n}", `namespaces "NOT_OK"`},
 		{"hairpin {\nkubeconfig a b c\n}", "kubeconfig takes PATH [CONTEXT]"},
 		{"hairpin\nhairpin", "plugin"},

@@ -3,6 +3,8 @@ package hairpin
 import (
 	"fmt"
 	"sync"
+
+	"github.com/coredns/caddy"
 )
 
 // Server blocks with the same settings share one cache, and a reload with
@@ -12,7 +14,8 @@ import (
 var shared = struct {
 	sync.Mutex
 	caches map[string]*sharedCache
-}{caches: map[string]*sharedCache{}}
+	leases map[*cacheLease]struct{}
+}{caches: map[string]*sharedCache{}, leases: map[*cacheLease]struct{}{}}
 
 type sharedCache struct {
 	cache *hostCache
@@ -23,17 +26,52 @@ type sharedCache struct {
 type cacheLease struct {
 	key   string
 	cache *hostCache
+	owner *instanceTag // the caddy instance the block belongs to; nil if untracked
 	once  sync.Once
 }
 
+// instanceTag marks a caddy instance, through its Storage, so that a lease
+// can tell whether its instance still exists. It is not zero-sized: pointers
+// to zero-sized values may all be equal.
+type instanceTag struct{ _ byte }
+
+type instanceTagKey struct{}
+
+// instanceToken returns the tag of c's instance, creating it on first use.
+func instanceToken(c *caddy.Controller) *instanceTag {
+	if t, ok := c.Get(instanceTagKey{}).(*instanceTag); ok {
+		return t
+	}
+	t := &instanceTag{}
+	c.Set(instanceTagKey{}, t)
+	return t
+}
+
+// liveInstance reports whether an instance tagged t is in caddy's list.
+func liveInstance(t *instanceTag) bool {
+	for _, inst := range caddy.Instances() {
+		inst.StorageMu.RLock()
+		v := inst.Storage[instanceTagKey{}]
+		inst.StorageMu.RUnlock()
+		if v == t {
+			return true
+		}
+	}
+	return false
+}
+
 // acquireCache returns a lease on the cache for key, creating and starting it
-// with build when no block holds one.
-func acquireCache(key string, build func() (*hostCache, error)) (*cacheLease, error) {
+// with build when no block holds one. build and start make no network call:
+// the global lock is held here.
+func acquireCache(key string, owner *instanceTag, build func() (*hostCache, error)) (*cacheLease, error) {
+	if owner != nil && !liveInstance(owner) {
+		owner = nil // not a caddy-started instance (tests): never swept
+	}
 	shared.Lock()
 	defer shared.Unlock()
 	if sc, ok := shared.caches[key]; ok {
 		sc.refs++
-		return &cacheLease{key: key, cache: sc.cache}, nil
+		return trackLocked(&cacheLease{key: key, cache: sc.cache, owner: owner}), nil
 	}
 	hc, err := build()
 	if err != nil {
@@ -44,13 +82,21 @@ func acquireCache(key string, build func() (*hostCache, error)) (*cacheLease, er
 		return nil, fmt.Errorf("starting watches: %w", err)
 	}
 	shared.caches[key] = &sharedCache{cache: hc, refs: 1}
-	return &cacheLease{key: key, cache: hc}, nil
+	return trackLocked(&cacheLease{key: key, cache: hc, owner: owner}), nil
+}
+
+// trackLocked records l so that an orphan can be found; the caller holds
+// shared's lock.
+func trackLocked(l *cacheLease) *cacheLease {
+	shared.leases[l] = struct{}{}
+	return l
 }
 
 // release drops the lease; the last one stops the cache. It is idempotent.
 func (l *cacheLease) release() {
 	l.once.Do(func() {
 		shared.Lock()
+		delete(shared.leases, l)
 		sc, ok := shared.caches[l.key]
 		if !ok || sc.cache != l.cache {
 			shared.Unlock()
@@ -66,4 +112,22 @@ func (l *cacheLease) release() {
 			l.cache.stop()
 		}
 	})
+}
+
+// releaseOrphanLeases releases the leases of instances that caddy discarded
+// after their startup callbacks ran (a reload whose servers failed to
+// start): nothing else would ever release them.
+func releaseOrphanLeases() {
+	shared.Lock()
+	var orphans []*cacheLease
+	for l := range shared.leases {
+		if l.owner != nil && !liveInstance(l.owner) {
+			orphans = append(orphans, l)
+		}
+	}
+	shared.Unlock()
+	for _, l := range orphans {
+		log.Infof("releasing the watches of a server instance that failed to start")
+		l.release()
+	}
 }

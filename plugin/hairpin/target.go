@@ -8,13 +8,27 @@ import (
 	core "k8s.io/api/core/v1"
 )
 
-// proxyTarget is where a hairpin host is sent: the ClusterIPs of one proxy
-// Service, or fixed addresses. Index entries point at a target, so a changed
-// Service IP is one atomic store, not an index rebuild; per-class proxies are
-// more targets, not a redesign.
-type proxyTarget struct {
-	name  string // "namespace/name", or "proxy_ip" for fixed addresses
+// target is one proxy that fronts one upstream controller: a discovered
+// target Service, the Service of `proxy NAMESPACE/NAME`, or the fixed
+// addresses of `proxy_ip`. Index entries point at a target, so a changed
+// ClusterIP is one atomic store, not an index rebuild. What the target
+// selects (zones, classes, Gateways) is read and written only under
+// hostCache.mu; the addresses are read by queries without a lock.
+type target struct {
+	name  string // "namespace/name", or "proxy_ip"
 	addrs atomic.Pointer[proxyAddrs]
+
+	// The selection, guarded by hostCache.mu.
+	sel targetSelection
+}
+
+// targetSelection is what a target fronts and may answer.
+type targetSelection struct {
+	zones          []string // lowercase FQDNs; empty serves nothing
+	ingressClasses []string // sorted; "*" for every class
+	gatewayClasses []string // sorted; "*" for every class
+	gateways       []string // sorted "namespace/name"
+	err            error    // a malformed annotation: the target is disabled
 }
 
 // proxyAddrs is an immutable set of proxy addresses split by family.
@@ -23,26 +37,43 @@ type proxyAddrs struct {
 	v6 []net.IP
 }
 
-func newProxyTarget(name string) *proxyTarget {
-	t := &proxyTarget{name: name}
-	t.addrs.Store(&proxyAddrs{})
+var noAddrs = &proxyAddrs{}
+
+func newTarget(name string, sel targetSelection) *target {
+	t := &target{name: name, sel: sel}
+	t.addrs.Store(noAddrs)
 	return t
 }
 
-// newStaticTarget is a target for the proxy_ip option.
-func newStaticTarget(ips []net.IP) *proxyTarget {
-	t := newProxyTarget("proxy_ip")
+// newStaticTarget is the target of the proxy_ip option.
+func newStaticTarget(ips []net.IP, sel targetSelection) *target {
+	t := newTarget("proxy_ip", sel)
 	t.addrs.Store(splitFamilies(ips))
 	return t
 }
 
 // load returns the current addresses; it never returns nil.
-func (t *proxyTarget) load() *proxyAddrs { return t.addrs.Load() }
+func (t *target) load() *proxyAddrs { return t.addrs.Load() }
 
 // store replaces the addresses and reports whether they changed.
-func (t *proxyTarget) store(a *proxyAddrs) bool {
+func (t *target) store(a *proxyAddrs) bool {
 	old := t.addrs.Swap(a)
 	return !old.equal(a)
+}
+
+// enabled reports whether the target may serve anything at all.
+func (s targetSelection) enabled() bool { return s.err == nil && len(s.zones) > 0 }
+
+func (s targetSelection) equal(o targetSelection) bool {
+	return slices.Equal(s.zones, o.zones) && slices.Equal(s.ingressClasses, o.ingressClasses) &&
+		slices.Equal(s.gatewayClasses, o.gatewayClasses) && slices.Equal(s.gateways, o.gateways) &&
+		(s.err == nil) == (o.err == nil)
+}
+
+// selectsGateways reports whether the target fronts any Gateway, so that the
+// Gateway API kinds are watched only when some target needs them.
+func (s targetSelection) selectsGateways() bool {
+	return len(s.gatewayClasses) > 0 || len(s.gateways) > 0
 }
 
 // empty reports whether there is nothing to answer with: the Service is
@@ -66,12 +97,11 @@ func splitFamilies(ips []net.IP) *proxyAddrs {
 	return a
 }
 
-// serviceAddrs returns the ClusterIPs of svc. A headless Service or one that
-// is not a ClusterIP-bearing type yields no addresses: there is no single
-// address that reaches the proxy.
+// serviceAddrs returns the ClusterIPs of svc. A headless Service yields no
+// addresses: there is no single address that reaches the proxy.
 func serviceAddrs(svc *core.Service) *proxyAddrs {
 	if svc == nil {
-		return &proxyAddrs{}
+		return noAddrs
 	}
 	ips := svc.Spec.ClusterIPs
 	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
@@ -80,7 +110,7 @@ func serviceAddrs(svc *core.Service) *proxyAddrs {
 	var parsed []net.IP
 	for _, s := range ips {
 		if s == core.ClusterIPNone {
-			return &proxyAddrs{}
+			return noAddrs
 		}
 		if ip := net.ParseIP(s); ip != nil {
 			parsed = append(parsed, ip)

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
@@ -13,146 +14,162 @@ import (
 
 // discoveryInterval is how often the Gateway API kinds that were not served
 // yet are looked for again, so CRDs installed later are picked up without a
-// restart.
+// restart. A failed discovery is retried sooner, with backoff up to it.
 var discoveryInterval = 30 * time.Second
 
-// routeKind is one Gateway API route kind.
-type routeKind struct {
-	kind     string // lowercase, as in owner keys
-	resource string // plural resource name in discovery
-	versions []routeVersion
-}
-
-// routeVersion is one API version of a route kind.
-type routeVersion struct {
-	version  string
-	informer func(gwinformers.SharedInformerFactory) cache.SharedIndexInformer
-	view     func(obj any) (routeView, meta.ObjectMeta, bool)
-}
-
-func httpRouteV1Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
-	return f.Gateway().V1().HTTPRoutes().Informer()
-}
-func grpcRouteV1Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
-	return f.Gateway().V1().GRPCRoutes().Informer()
-}
-func grpcRouteV1a2Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
-	return f.Gateway().V1alpha2().GRPCRoutes().Informer()
-}
-func tlsRouteV1Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
-	return f.Gateway().V1().TLSRoutes().Informer()
-}
-func tlsRouteV1a3Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
-	return f.Gateway().V1alpha3().TLSRoutes().Informer()
-}
-func tlsRouteV1a2Informer(f gwinformers.SharedInformerFactory) cache.SharedIndexInformer {
-	return f.Gateway().V1alpha2().TLSRoutes().Informer()
-}
-
-// gatewayWatches are the Gateway API informers of one cache. Kinds start as
-// discovery finds them; the fields are written by the discovery goroutine
-// under hostCache.mu and read by handlers under it.
+// gatewayWatches are the Gateway API informers of one cache. They start only
+// once a target selects Gateways (or gateway_class is set), so a cluster
+// without Gateway API, or without RBAC for it, is never asked. Every field
+// is guarded by hostCache.mu.
 type gatewayWatches struct {
-	factories   []gwinformers.SharedInformerFactory // one per watched namespace
-	gateways    []cache.SharedIndexInformer
-	routes      []cache.SharedIndexInformer
-	started     map[string]string // kind -> version being watched
-	generations map[string]int64  // gateway owner key -> spec generation last applied
-	missing     map[string]bool   // kinds whose absence was logged
+	wanted    bool
+	factories []gwinformers.SharedInformerFactory // one per watched namespace
+	gateways  []cache.SharedIndexInformer
+	routes    []cache.SharedIndexInformer
+	started   map[string]string      // kind -> version being watched
+	missing   map[string]bool        // kinds whose absence was logged
+	applied   map[string]specVersion // gateway owner key -> spec last applied
+	routeGWs  map[string][]string    // route owner -> the per-Gateway owner keys it set
+	discovery *kindWatch
 }
 
-// startGatewayAPI discovers the Gateway API kinds and starts watching those
-// that are served. It returns the sync functions of what it started.
-func (hc *hostCache) startGatewayAPI() []cache.InformerSynced {
-	s := hc.settings
+// specVersion identifies one spec of one object: a Gateway deleted and
+// recreated during a watch gap comes back with generation 1 but a new UID.
+type specVersion struct {
+	uid        types.UID
+	generation int64
+}
+
+// ensureGatewayWatchesLocked starts Gateway API discovery the first time a
+// target needs it. It makes no network call: discovery runs in its own
+// goroutine. The caller holds hc.mu and runs inside hc.wg.
+func (hc *hostCache) ensureGatewayWatchesLocked() {
 	gws := &hc.gateway
-	gws.started = map[string]string{}
-	gws.generations = map[string]int64{}
-	gws.missing = map[string]bool{}
-	selector := s.labels.String()
-	for _, ns := range hc.watchedNamespaces() {
-		gws.factories = append(gws.factories, gwinformers.NewSharedInformerFactoryWithOptions(hc.clients.gateway, 0,
-			gwinformers.WithNamespace(ns),
-			gwinformers.WithTweakListOptions(func(o *meta.ListOptions) { o.LabelSelector = selector }),
-			gwinformers.WithTransform(slimGatewayAPI(!s.labels.Empty()))))
+	if gws.wanted || (len(hc.settings.gatewayClasses) == 0 && !hc.targets.selectsGateways()) {
+		return
 	}
-	synced := hc.discoverGatewayAPI()
+	if hc.clients.gateway == nil || hc.clients.discovery == nil {
+		return
+	}
+	gws.wanted = true
+	gws.started = map[string]string{}
+	gws.missing = map[string]bool{}
+	gws.applied = map[string]specVersion{}
+	gws.routeGWs = map[string][]string{}
+	s := hc.settings
+	for _, ns := range hc.watchedNamespaces() {
+		opts := []gwinformers.SharedInformerOption{gwinformers.WithTransform(slimGatewayAPI(!s.labels.Empty()))}
+		if ns != meta.NamespaceAll {
+			opts = append(opts, gwinformers.WithNamespace(ns))
+		}
+		if tweak := hc.labelTweak(); tweak != nil {
+			opts = append(opts, gwinformers.WithTweakListOptions(tweak))
+		}
+		gws.factories = append(gws.factories, gwinformers.NewSharedInformerFactoryWithOptions(hc.clients.gateway, 0, opts...))
+	}
+	gws.discovery = hc.addKind("gatewayapi", !hc.open.Load())
 	hc.wg.Add(1)
-	go hc.rediscoverLoop()
-	return synced
+	go hc.discoveryLoop()
 }
 
-// rediscoverLoop looks again for kinds that were missing.
-func (hc *hostCache) rediscoverLoop() {
+// discoveryLoop looks for the Gateway API kinds until every one is watched.
+func (hc *hostCache) discoveryLoop() {
 	defer hc.wg.Done()
-	t := time.NewTicker(discoveryInterval)
-	defer t.Stop()
+	wait := time.Duration(0)
 	for {
 		select {
 		case <-hc.stopCh:
 			return
-		case <-t.C:
-			if len(hc.gatewayKindsStarted()) < 1+len(routeKinds) {
-				hc.discoverGatewayAPI()
+		case <-time.After(wait):
+		}
+		err := hc.discoverGatewayAPI()
+		switch {
+		case err != nil:
+			hc.gateway.discovery.onError(nil, nil, err)
+			wait = min(max(2*wait, time.Second), discoveryInterval)
+		default:
+			d := hc.gateway.discovery
+			if !d.synced.Load() {
+				d.synced.Store(true)
+				kindSynced.WithLabelValues(hc.id, d.kind).Set(1)
 			}
+			if hc.allGatewayKindsStarted() {
+				return
+			}
+			wait = discoveryInterval
 		}
 	}
 }
 
-func (hc *hostCache) gatewayKindsStarted() map[string]string {
+func (hc *hostCache) allGatewayKindsStarted() bool {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	out := make(map[string]string, len(hc.gateway.started))
-	for k, v := range hc.gateway.started {
-		out[k] = v
-	}
-	return out
+	return len(hc.gateway.started) == 1+len(routeKinds)
 }
 
 // discoverGatewayAPI starts an informer for every kind that the cluster now
 // serves and that is not watched yet. A missing kind is logged once.
-func (hc *hostCache) discoverGatewayAPI() []cache.InformerSynced {
+func (hc *hostCache) discoverGatewayAPI() error {
 	served, err := hc.servedGatewayResources()
 	if err != nil {
-		log.Warningf("Gateway API discovery failed, retrying in %s: %v", discoveryInterval, err)
-		return nil
+		return err
 	}
-	started := hc.gatewayKindsStarted()
-	var synced []cache.InformerSynced
-	if _, ok := started["gateway"]; !ok {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	gws := &hc.gateway
+	if _, ok := gws.started["gateway"]; !ok {
 		if !served[gw.GroupVersion.Version+"/gateways"] {
-			hc.logMissingKindOnce("Gateway", gw.GroupVersion.Version)
+			hc.logMissingKindLocked("Gateway", gw.GroupVersion.Version)
 		} else {
-			for _, f := range hc.gateway.factories {
+			k := hc.newGatewayKindLocked("gateway", gw.GroupVersion.Version)
+			for _, f := range gws.factories {
 				inf := f.Gateway().V1().Gateways().Informer()
-				onGateway := func(obj any) { hc.onGateway(obj, false) }
-				onDelete := func(obj any) { hc.onGateway(obj, true) }
-				synced = append(synced, hc.watchGatewayAPI(inf, onGateway, onDelete))
-				hc.addGatewayInformer("gateway", gw.GroupVersion.Version, inf, true)
+				if err := hc.handle(k, inf, hc.onGatewayLocked, hc.onGatewayDeleteLocked); err != nil {
+					return err
+				}
+				gws.gateways = append(gws.gateways, inf)
 			}
+			hc.startKindLocked(k)
 		}
 	}
-	for _, k := range routeKinds {
-		if _, ok := started[k.kind]; ok {
+	for _, rk := range routeKinds {
+		if _, ok := gws.started[rk.kind]; ok {
 			continue
 		}
-		v, ok := firstServed(k, served)
+		v, ok := firstServed(rk, served)
 		if !ok {
-			hc.logMissingKindOnce(k.kind, "any known version")
+			hc.logMissingKindLocked(rk.kind, "any known version")
 			continue
 		}
-		onRoute := func(obj any) { hc.onRoute(obj, false) }
-		onDelete := func(obj any) { hc.onRoute(obj, true) }
-		for _, f := range hc.gateway.factories {
+		k := hc.newGatewayKindLocked(rk.kind, v.version)
+		for _, f := range gws.factories {
 			inf := v.informer(f)
-			synced = append(synced, hc.watchGatewayAPI(inf, onRoute, onDelete))
-			hc.addGatewayInformer(k.kind, v.version, inf, false)
+			if err := hc.handle(k, inf, hc.onRouteLocked, hc.onRouteDeleteLocked); err != nil {
+				return err
+			}
+			gws.routes = append(gws.routes, inf)
 		}
+		hc.startKindLocked(k)
 	}
+	return nil
+}
+
+// newGatewayKindLocked registers a Gateway API kind; it gates readiness only
+// when it starts before the cache opens.
+func (hc *hostCache) newGatewayKindLocked(kind, version string) *kindWatch {
+	hc.gateway.started[kind] = version
+	log.Infof("watching Gateway API %s %s", kind, version)
+	return hc.addKind(kind, !hc.open.Load())
+}
+
+// startKindLocked starts the factories (informers already started are left
+// alone) and waits for the kind's first list in its own goroutine.
+func (hc *hostCache) startKindLocked(k *kindWatch) {
 	for _, f := range hc.gateway.factories {
 		f.Start(hc.stopCh)
 	}
-	return synced
+	hc.wg.Add(1)
+	go k.waitSynced()
 }
 
 func firstServed(k routeKind, served map[string]bool) (routeVersion, bool) {
@@ -164,24 +181,8 @@ func firstServed(k routeKind, served map[string]bool) (routeVersion, bool) {
 	return routeVersion{}, false
 }
 
-func (hc *hostCache) addGatewayInformer(kind, version string, inf cache.SharedIndexInformer, isGateway bool) {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if isGateway {
-		hc.gateway.gateways = append(hc.gateway.gateways, inf)
-	} else {
-		hc.gateway.routes = append(hc.gateway.routes, inf)
-	}
-	if _, ok := hc.gateway.started[kind]; !ok {
-		log.Infof("watching Gateway API %s %s", kind, version)
-	}
-	hc.gateway.started[kind] = version
-}
-
-// logMissingKindOnce says once per cache that a kind is not served.
-func (hc *hostCache) logMissingKindOnce(kind, version string) {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
+// logMissingKindLocked says once per cache that a kind is not served.
+func (hc *hostCache) logMissingKindLocked(kind, version string) {
 	if hc.gateway.missing[kind] {
 		return
 	}
@@ -208,58 +209,55 @@ func (hc *hostCache) servedGatewayResources() (map[string]bool, error) {
 	return served, nil
 }
 
-// watchGatewayAPI registers handlers on an informer that may start after the
-// first sync, so its sync function is returned rather than gated on.
-func (hc *hostCache) watchGatewayAPI(inf cache.SharedIndexInformer, onUpsert, onDelete func(any)) cache.InformerSynced {
-	reg, err := inf.AddEventHandler(eventHandlers(onUpsert, onDelete))
-	if err != nil {
-		log.Errorf("registering Gateway API event handler: %v", err)
-		return func() bool { return true }
-	}
-	return reg.HasSynced
-}
-
-// lookupGatewayLocked finds a watched Gateway that matches the class.
-func (hc *hostCache) lookupGatewayLocked(ns, name string) *gw.Gateway {
+// lookupGatewayLocked finds a watched Gateway that a target selects.
+func (hc *hostCache) lookupGatewayLocked(ns, name string) *cachedGateway {
 	for _, inf := range hc.gateway.gateways {
 		obj, ok, err := inf.GetStore().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
 			continue
 		}
-		if g, ok := obj.(*gw.Gateway); ok && gatewayMatches(g, hc.settings.gatewayClasses) && hc.selected(g.Labels) {
+		if g, ok := obj.(*cachedGateway); ok && hc.selected(g.labels) {
 			return g
 		}
 	}
 	return nil
 }
 
-// onGateway applies a Gateway's listener hostnames and re-evaluates the
-// routes, whose attachment may have moved.
-func (hc *hostCache) onGateway(obj any, deleted bool) {
-	g, ok := obj.(*gw.Gateway)
+// gatewayClaimsLocked is what a Gateway's own listener hostnames contribute.
+func (hc *hostCache) gatewayClaimsLocked(g *cachedGateway) ownerClaims {
+	if !hc.selected(g.labels) {
+		return ownerClaims{}
+	}
+	return hc.claimsFor("gateway", g.listenerHostnames(), hc.targets.forGateway(g.namespace, g.name, g.class))
+}
+
+// onGatewayLocked applies a Gateway's listener hostnames and re-evaluates
+// the routes, whose attachment may have moved.
+func (hc *hostCache) onGatewayLocked(obj any, now time.Time) {
+	g, ok := obj.(*cachedGateway)
 	if !ok {
 		return
 	}
-	now := time.Now()
-	owner := gatewayOwner(g.Namespace, g.Name)
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	var oc ownerClaims
-	if deleted {
-		delete(hc.gateway.generations, owner)
-	} else {
-		// Status updates bump the resourceVersion but not the generation;
-		// only a spec change can move route attachments.
-		if gen, seen := hc.gateway.generations[owner]; seen && gen == g.Generation && g.Generation != 0 {
-			return
-		}
-		hc.gateway.generations[owner] = g.Generation
-		if gatewayMatches(g, hc.settings.gatewayClasses) && hc.selected(g.Labels) {
-			served, rejected := classifyHosts(listenerHostnames(g), hc.settings.zones)
-			oc = ownerClaims{hosts: served, rejected: rejected, target: hc.target}
-		}
+	owner := gatewayOwner(g.namespace, g.name)
+	// Status updates bump the resourceVersion but not the generation; only
+	// a spec change, or a new object, can move route attachments.
+	v := specVersion{uid: g.uid, generation: g.generation}
+	if last, seen := hc.gateway.applied[owner]; seen && last == v && v.generation != 0 {
+		return
 	}
-	hc.setClaimsLocked(owner, oc, now)
+	hc.gateway.applied[owner] = v
+	hc.setClaimsLocked(owner, hc.gatewayClaimsLocked(g), now)
+	hc.recomputeRoutesLocked(now)
+}
+
+func (hc *hostCache) onGatewayDeleteLocked(obj any, now time.Time) {
+	g, ok := obj.(*cachedGateway)
+	if !ok {
+		return
+	}
+	owner := gatewayOwner(g.namespace, g.name)
+	delete(hc.gateway.applied, owner)
+	hc.setClaimsLocked(owner, ownerClaims{}, now)
 	hc.recomputeRoutesLocked(now)
 }
 
@@ -267,32 +265,48 @@ func (hc *hostCache) onGateway(obj any, deleted bool) {
 func (hc *hostCache) recomputeRoutesLocked(now time.Time) {
 	for _, inf := range hc.gateway.routes {
 		for _, obj := range inf.GetStore().List() {
-			if r, ok := obj.(*slimRoute); ok {
-				hc.setClaimsLocked(r.view.owner(), hc.routeClaimsLocked(r), now)
-			}
+			hc.onRouteLocked(obj, now)
 		}
 	}
 }
 
-func (hc *hostCache) onRoute(obj any, deleted bool) {
+// onRouteLocked sets a route's hostnames per Gateway it attaches to: each
+// Gateway may be fronted by another target, so each pair is its own owner.
+func (hc *hostCache) onRouteLocked(obj any, now time.Time) {
 	r, ok := obj.(*slimRoute)
 	if !ok {
 		return
 	}
-	now := time.Now()
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	var oc ownerClaims
-	if !deleted {
-		oc = hc.routeClaimsLocked(r)
+	route := r.view.owner()
+	var set []string
+	if hc.selected(r.labels) {
+		for _, gh := range routeHostnames(r.view, hc.lookupGatewayLocked) {
+			owner := route + "@" + gh.gateway.key()
+			sel := hc.targets.forGateway(gh.gateway.namespace, gh.gateway.name, gh.gateway.class)
+			hc.setClaimsLocked(owner, hc.claimsFor(r.view.kind, gh.hosts, sel), now)
+			set = append(set, owner)
+		}
 	}
-	hc.setClaimsLocked(r.view.owner(), oc, now)
+	for _, old := range hc.gateway.routeGWs[route] {
+		if !containsHost(set, old) {
+			hc.setClaimsLocked(old, ownerClaims{}, now)
+		}
+	}
+	if len(set) == 0 {
+		delete(hc.gateway.routeGWs, route)
+	} else {
+		hc.gateway.routeGWs[route] = set
+	}
 }
 
-func (hc *hostCache) routeClaimsLocked(r *slimRoute) ownerClaims {
-	if !hc.selected(r.labels) {
-		return ownerClaims{}
+func (hc *hostCache) onRouteDeleteLocked(obj any, now time.Time) {
+	r, ok := obj.(*slimRoute)
+	if !ok {
+		return
 	}
-	served, rejected := classifyHosts(routeHostnames(r.view, hc.lookupGatewayLocked), hc.settings.zones)
-	return ownerClaims{hosts: served, rejected: rejected, target: hc.target}
+	route := r.view.owner()
+	for _, old := range hc.gateway.routeGWs[route] {
+		hc.setClaimsLocked(old, ownerClaims{}, now)
+	}
+	delete(hc.gateway.routeGWs, route)
 }

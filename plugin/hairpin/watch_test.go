@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 func ingress(ns, name, class string, hosts ...string) *networking.Ingress {
@@ -41,6 +43,19 @@ func proxyService(clusterIPs ...string) *core.Service {
 	}
 }
 
+// targetService is a discovered target in hairpin-system with one
+// ClusterIP, zones and Ingress classes (comma-separated annotation values).
+func targetService(name, clusterIP, zones, ingressClasses string) *core.Service {
+	return &core.Service{
+		ObjectMeta: meta.ObjectMeta{
+			Namespace: defaultTargetsNamespace, Name: name,
+			Labels:      map[string]string{targetLabel: ""},
+			Annotations: map[string]string{zonesAnnotation: zones, ingressClassesAnnotation: ingressClasses},
+		},
+		Spec: core.ServiceSpec{ClusterIP: clusterIP, ClusterIPs: []string{clusterIP}},
+	}
+}
+
 // fakeCache starts a cache over a fake clientset holding objs.
 func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *fake.Clientset) {
 	t.Helper()
@@ -51,6 +66,9 @@ func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *f
 	if s.labels == nil {
 		s.labels = labels.Everything()
 	}
+	if s.startupTimeout == 0 {
+		s.startupTimeout = 5 * time.Second
+	}
 	if s.proxyName == "" && len(s.proxyIPs) == 0 {
 		s.proxyNamespace, s.proxyName = defaultProxyNamespace, defaultProxyName
 	}
@@ -59,7 +77,7 @@ func fakeCache(t *testing.T, s settings, objs ...runtime.Object) (*hostCache, *f
 		t.Fatal(err)
 	}
 	t.Cleanup(hc.stop)
-	if !hc.waitForSync(5 * time.Second) {
+	if !hc.waitOpen(5 * time.Second) {
 		t.Fatal("cache did not sync")
 	}
 	return hc, client
@@ -82,13 +100,7 @@ func served(hc *hostCache) []string {
 // eventually polls cond until it holds or 5 s pass.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	harness.Eventually(t, 5*time.Second, what, cond)
 }
 
 func wantServed(t *testing.T, hc *hostCache, want ...string) {
@@ -149,7 +161,7 @@ func TestHostClaimedTwiceStaysUntilLastOwnerGoes(t *testing.T) {
 func ownerCount(hc *hostCache) int {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	return len(hc.claims.owners())
+	return len(hc.claims.byOwner)
 }
 
 func TestIngressClassFilterAndDefaultClassFlip(t *testing.T) {
@@ -228,7 +240,7 @@ func TestProxyServiceChangesAreFollowed(t *testing.T) {
 	wantAddrs := func(want string) {
 		t.Helper()
 		eventually(t, "proxy addresses "+want, func() bool {
-			a := hc.target.load()
+			a := hc.targets[defaultProxyNamespace+"/"+defaultProxyName].load()
 			got := ""
 			for _, ip := range append(append([]net.IP{}, a.v4...), a.v6...) {
 				got += ip.String() + " "

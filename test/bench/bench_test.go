@@ -28,8 +28,9 @@ const EnvBench = "HAIRPIN_BENCH"
 // EnvQuick selects the smoke-run settings.
 const EnvQuick = "BENCH_QUICK"
 
-// EnvOnly, set to "proxy", runs only the proxy phase and merges its figures
-// into the existing results.json, keeping the DNS and kube figures.
+// EnvOnly, when set, runs only the named phases (comma-separated: proxy,
+// kube, scale) and keeps the other phases' figures from the results.json
+// already there, so that one phase can be re-measured on its own.
 const EnvOnly = "BENCH_ONLY"
 
 // EnvProfileDir, when set, makes the DNS phase take a CPU profile of the
@@ -54,6 +55,14 @@ type config struct {
 	latDur      time.Duration // one wrk single-connection latency run
 	bulkBytes   int64         // bulk download size
 	idleConns   int           // idle connections held through a proxy
+
+	// The scale phase (issue 11).
+	scaleTargets   int           // targets, each with its own class, zone and namespace
+	scaleIngresses int           // Ingresses of 2 hosts each, spread over the targets
+	scaleChanges   int           // propagation samples under load
+	scaleRate      int           // changes per second while they are measured
+	goBenchReps    int           // runs of the plugin's BenchmarkServeDNSTargets
+	goBenchTime    time.Duration // its -benchtime
 }
 
 func newConfig() config {
@@ -61,6 +70,7 @@ func newConfig() config {
 		reps: 3, objects: 10000, small: 10, dnsDur: 10 * time.Second, propChanges: 240,
 		settle: 60 * time.Second, wrkDur: 10 * time.Second, latDur: 5 * time.Second,
 		bulkBytes: 1 << 30, idleConns: 1000,
+		scaleTargets: 100, scaleIngresses: 100_000, scaleChanges: 600, scaleRate: 10, goBenchReps: 9, goBenchTime: 500 * time.Millisecond,
 	}
 	if os.Getenv(EnvQuick) == "1" {
 		c.quick = true
@@ -72,6 +82,11 @@ func newConfig() config {
 		c.wrkDur = 3 * time.Second
 		c.latDur = 2 * time.Second
 		c.bulkBytes = 1 << 30
+		c.scaleTargets = 10
+		c.scaleIngresses = 5000
+		c.scaleChanges = 30
+		c.goBenchReps = 1
+		c.goBenchTime = 200 * time.Millisecond
 	}
 	return c
 }
@@ -84,6 +99,7 @@ type Results struct {
 	Command     string         `json:"command"`
 	Quick       bool           `json:"quick"`
 	Repetitions int            `json:"repetitions"`
+	PartialRuns []string       `json:"partial_runs,omitempty"` // BENCH_ONLY runs merged in since Date
 	Objects     int            `json:"objects"`
 	DurationS   float64        `json:"duration_s"`
 	DNS         DNSResults     `json:"dns"`
@@ -95,6 +111,8 @@ type Results struct {
 	MemExtra    map[string]any `json:"memory_extra"`
 	Proxy       ProxyResults   `json:"proxy"`
 	ProxyExtra  map[string]any `json:"proxy_extra"`
+	Scale       ScaleResults   `json:"scale"`
+	ScaleExtra  map[string]any `json:"scale_extra"`
 }
 
 type DNSResults struct {
@@ -135,18 +153,39 @@ type ProxyResults struct {
 	HAProxyRSSMB1kIdle  float64 `json:"haproxy_rss_mb_1k_idle"`
 }
 
+// ScaleResults are the scale phase's figures (issue 11): the multi-target
+// index with Ingresses Ingresses of 2 hosts over Targets targets. "Small" is
+// the 10-host, 1-target case.
+type ScaleResults struct {
+	Targets       int     `json:"targets"`
+	Ingresses     int     `json:"ingresses"`
+	Hosts         int     `json:"hosts"`
+	HitNsSmall    float64 `json:"hit_ns_10"`           // ServeDNS hit, names spread over the index
+	HitNsLarge    float64 `json:"hit_ns_large"`        // the same at Hosts hosts
+	RepeatNsSmall float64 `json:"hit_ns_repeat_10"`    // ServeDNS hit, one name
+	RepeatNsLarge float64 `json:"hit_ns_repeat_large"` // the same at Hosts hosts
+	QPSSmall      float64 `json:"qps_10"`              // dnsperf against bin/coredns
+	QPSLarge      float64 `json:"qps_large"`
+	RSS0          float64 `json:"rss_0_mb"`
+	RSS           float64 `json:"rss_mb"`
+	ExtraRSS      float64 `json:"extra_rss_mb"`
+	SyncS         float64 `json:"sync_s"` // process start until every host is served
+	PropP50       float64 `json:"propagation_p50_ms"`
+	PropP99       float64 `json:"propagation_p99_ms"`
+	PropN         int     `json:"propagation_n"`
+	ChangesPerS   float64 `json:"changes_per_s"`
+}
+
 // TestBench runs every benchmark and writes results.json and results.md.
 func TestBench(t *testing.T) {
 	if os.Getenv(EnvBench) != "1" {
 		t.Skipf("benchmarks run only with %s=1 (make bench)", EnvBench)
 	}
 	cfg := newConfig()
-	only := os.Getenv(EnvOnly)
-	if only != "" && only != "proxy" {
-		t.Fatalf("%s=%q: the only phase that runs alone is proxy", EnvOnly, only)
-	}
+	only := phases(os.Getenv(EnvOnly))
+	proxyOnly := only != nil && len(only) == 1 && only["proxy"]
 	tools := []string{"dnsperf", "wrk", "haproxy", "curl"}
-	if only == "proxy" {
+	if proxyOnly {
 		tools = tools[1:]
 	}
 	for _, tool := range tools {
@@ -155,7 +194,7 @@ func TestBench(t *testing.T) {
 		}
 	}
 	bin := map[string]string{"proxy": harness.RequireBinary(t, "hairpin-proxy")}
-	if only != "proxy" {
+	if !proxyOnly {
 		bin["coredns"] = harness.RequireBinary(t, "coredns")
 	}
 	start := time.Now()
@@ -171,47 +210,74 @@ func TestBench(t *testing.T) {
 		PropExtra:   map[string]any{},
 		MemExtra:    map[string]any{},
 		ProxyExtra:  map[string]any{},
+		ScaleExtra:  map[string]any{},
 	}
 	if cfg.quick {
 		res.Command = "BENCH_QUICK=1 " + Command
 	}
+	if only != nil && !cfg.quick {
+		keepPrevious(t, res)
+	}
 	t.Logf("bench: %s, quick=%v, reps=%d, objects=%d", res.Machine, cfg.quick, cfg.reps, cfg.objects)
 
 	// The proxy phase first, while no control plane runs.
-	t.Run("proxy", func(t *testing.T) { benchProxy(t, cfg, bin, res) })
-	if only == "proxy" {
-		res = mergeProxy(t, res)
-	} else {
-		t.Run("kube", func(t *testing.T) { benchKube(t, cfg, bin, res) })
+	for _, phase := range []struct {
+		name string
+		run  func(*testing.T, config, map[string]string, *Results)
+	}{{"proxy", benchProxy}, {"kube", benchKube}, {"scale", benchScale}} {
+		if only == nil || only[phase.name] {
+			t.Run(phase.name, func(t *testing.T) { phase.run(t, cfg, bin, res) })
+		}
 	}
 
-	if only == "proxy" {
-		res.ProxyExtra["run_time_s"] = round(time.Since(start).Seconds(), 1)
-	} else {
-		res.DurationS = round(time.Since(start).Seconds(), 1)
+	if only != nil {
+		res.PartialRuns = append(res.PartialRuns, fmt.Sprintf("%s: %s=%s (%.0f s)", start.UTC().Format(time.RFC3339), EnvOnly, os.Getenv(EnvOnly), time.Since(start).Seconds()))
+		if !cfg.quick {
+			writeResults(t, res, t.Failed())
+			return
+		}
 	}
+	res.DurationS = round(time.Since(start).Seconds(), 1)
 	if t.Failed() {
 		t.Log("bench: something broke; results are written anyway, marked as failed")
 	}
 	writeResults(t, res, t.Failed())
 }
 
-// mergeProxy puts a proxy-only run's figures into the recorded results.json,
-// so that BENCH_ONLY=proxy leaves the other phases' figures in place.
-func mergeProxy(t *testing.T, proxyRun *Results) *Results {
+// phases parses BENCH_ONLY; nil means every phase.
+func phases(v string) map[string]bool {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, p := range strings.Split(v, ",") {
+		out[strings.TrimSpace(p)] = true
+	}
+	return out
+}
+
+// keepPrevious starts from the results.json already written, so that a
+// BENCH_ONLY run replaces only its own phases' figures.
+func keepPrevious(t *testing.T, res *Results) {
 	b, err := os.ReadFile("results.json")
 	if err != nil {
-		t.Logf("bench: no results.json to merge into (%v); writing the proxy figures alone", err)
-		return proxyRun
+		t.Logf("bench: %s: no previous results.json to keep (%v)", EnvOnly, err)
+		return
 	}
-	var res Results
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("results.json: %v", err)
+	prev := *res
+	if err := json.Unmarshal(b, res); err != nil {
+		t.Fatalf("bench: %s: previous results.json: %v", EnvOnly, err)
 	}
-	res.Proxy, res.ProxyExtra = proxyRun.Proxy, proxyRun.ProxyExtra
-	res.ProxyExtra["run"] = fmt.Sprintf("%s=proxy on %s, quick=%v, reps=%d; the other sections are from %s",
-		EnvOnly, proxyRun.Date, proxyRun.Quick, proxyRun.Repetitions, res.Date)
-	return &res
+	if res.Quick {
+		t.Logf("bench: %s: the previous results.json is a quick run; not kept", EnvOnly)
+		*res = prev
+		return
+	}
+	for _, m := range []*map[string]any{&res.DNSLatency, &res.DNSExtra, &res.PropExtra, &res.MemExtra, &res.ProxyExtra, &res.ScaleExtra} {
+		if *m == nil {
+			*m = map[string]any{}
+		}
+	}
 }
 
 func writeResults(t *testing.T, res *Results, failed bool) {
@@ -361,13 +427,4 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -56,8 +56,11 @@ func startCoreDNS(t *testing.T, bin string, spec coreDNSSpec) *coreDNS {
 		s.pprofAddr = harness.FreeAddr(t, "127.0.0.1")
 	}
 	dir := t.TempDir()
-	s.corefile = writeFile(t, dir, "Corefile", spec.body(ip, s.port, s.readyAddr, s.pprofAddr))
-	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile)
+	s.corefile = harness.WriteFile(t, dir, "Corefile", spec.body(ip, s.port, s.readyAddr, s.pprofAddr))
+	// Activation off: each case measures the Corefile exactly as written
+	// (the rewrite cases hold kubernetes; activation_test.go measures
+	// activation on its own).
+	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile, "-hairpin.activate=false")
 	return s
 }
 
@@ -80,30 +83,30 @@ func answers(ctx context.Context, addr, name, ip string) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	var got []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			got = append(got, a.A.String())
-		}
-	}
+	got := harness.ARecords(r)
 	desc := fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], got)
-	return r.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0] == ip, desc, nil
+	return r.Rcode == dns.RcodeSuccess && len(got) == 1 && got[0].String() == ip, desc, nil
 }
 
 // checkAnswers queries a sample of hosts (first, last, random ones) and fails
 // unless every one is answered with the proxy IP.
 func checkAnswers(ctx context.Context, s *coreDNS, n int, host func(int) string, ip string) error {
+	return checkTargets(ctx, s, n, host, func(int) string { return ip })
+}
+
+// checkTargets is checkAnswers when host i has its own target address ip(i).
+func checkTargets(ctx context.Context, s *coreDNS, n int, host, ip func(int) string) error {
 	idx := []int{0, n - 1}
 	for i := 0; i < 30; i++ {
 		idx = append(idx, rand.IntN(n))
 	}
 	for _, i := range idx {
-		ok, desc, err := answers(ctx, s.addr, host(i), ip)
+		ok, desc, err := answers(ctx, s.addr, host(i), ip(i))
 		if err != nil {
 			return fmt.Errorf("%s: %s: %w", s.name, host(i), err)
 		}
 		if !ok {
-			return fmt.Errorf("%s: %s A: got %s, want %s", s.name, host(i), desc, ip)
+			return fmt.Errorf("%s: %s A: got %s, want %s", s.name, host(i), desc, ip(i))
 		}
 	}
 	return nil
@@ -198,7 +201,7 @@ func queryFile(t *testing.T, dir string, n int, host func(int) string) string {
 		b.WriteString(name)
 		b.WriteString(" A\n")
 	}
-	return writeFile(t, dir, fmt.Sprintf("queries-%d.txt", n), b.String())
+	return harness.WriteFile(t, dir, fmt.Sprintf("queries-%d.txt", n), b.String())
 }
 
 // benchDNS measures dnsperf throughput of the three Corefiles at the small
@@ -227,7 +230,7 @@ func benchDNS(t *testing.T, cfg config, bin map[string]string, k *kube, res *Res
 				fmt.Fprintf(&hosts, "%s %s\n", k.proxyIP, dnsHost(i))
 				fmt.Fprintf(&rewrites, "    rewrite name exact %s %s.%s.svc.cluster.local\n", dnsHost(i), proxyName, proxyNS)
 			}
-			hostsFile := writeFile(t, dir, "hosts", hosts.String())
+			hostsFile := harness.WriteFile(t, dir, "hosts", hosts.String())
 			// At the large size, also the configuration of DESIGN.md's
 			// figure: two rules per Ingress (a second host each, never
 			// queried, interleaved), so a query scans twice as many rules.

@@ -2,8 +2,11 @@
 // alternatives, run by `make bench` (`go test -run '^TestBench$'` with
 // HAIRPIN_BENCH=1): DNS throughput of the hairpin plugin against the hosts
 // plugin and the rewrite+kubernetes ("ouroboros") path, propagation delay of
-// Ingress changes, CoreDNS memory and startup with 10,000 Ingresses, and
-// hairpin-proxy against HAProxy (send-proxy) and a direct connection to nginx.
+// Ingress changes, CoreDNS memory and startup with 10,000 Ingresses,
+// hairpin-proxy against HAProxy (send-proxy) and a direct connection to nginx,
+// and the multi-target index at scale (100,000 Ingresses over 100 targets:
+// hit path, memory, first sync, propagation under 10 changes per second).
+// BENCH_ONLY=scale (or proxy, kube) runs only those phases.
 //
 // These are benchmarks, not timed tests: they fail only when something is
 // broken (errors or wrong answers), never on a number. Results go to

@@ -39,31 +39,16 @@ type kube struct {
 // at the small and the large size (one-host Ingresses, deleted afterwards),
 // then the realistic Ingresses for memory, startup and propagation.
 func benchKube(t *testing.T, cfg config, bin map[string]string, res *Results) {
-	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
-	rc := rest.CopyConfig(cp.Config)
-	rc.QPS, rc.Burst = 5000, 5000
-	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	k := &kube{cp: cp, client: client}
+	k := newKube(t)
+	client := k.client
 	ctx := t.Context()
 	for _, ns := range []string{proxyNS, dnsNS, memNS, propNS} {
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &core.Namespace{ObjectMeta: meta.ObjectMeta{Name: ns}}, meta.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	svc, err := client.CoreV1().Services(proxyNS).Create(ctx, &core.Service{
-		ObjectMeta: meta.ObjectMeta{Namespace: proxyNS, Name: proxyName},
-		Spec: core.ServiceSpec{
-			Selector: map[string]string{"app.kubernetes.io/name": proxyName},
-			Ports: []core.ServicePort{
-				{Name: "http", Port: 80},
-				{Name: "https", Port: 443},
-			},
-		},
-	}, meta.CreateOptions{})
+	// The default target of the manifests: every class, in example.com.
+	svc, err := client.CoreV1().Services(proxyNS).Create(ctx, targetService(proxyNS, proxyName, "example.com", "*"), meta.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +61,7 @@ func benchKube(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	if !t.Run("dns", func(t *testing.T) { benchDNS(t, cfg, bin, k, res) }) {
 		return
 	}
+	t.Run("dns_activation", func(t *testing.T) { benchActivation(t, cfg, bin, k, res) }) // activation_test.go
 	t.Run("cleanup_dns_objects", func(t *testing.T) {
 		start := time.Now()
 		if err := k.deleteAll(t.Context(), dnsNS); err != nil {
@@ -98,6 +84,20 @@ func benchKube(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		return
 	}
 	t.Run("propagation", func(t *testing.T) { benchPropagation(t, cfg, bin, k, res) })
+}
+
+// newKube starts a control plane with an admin client that writes fast:
+// protobuf, and client-side rate limits far above what the apiserver takes.
+func newKube(t *testing.T) *kube {
+	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
+	rc := rest.CopyConfig(cp.Config)
+	rc.QPS, rc.Burst = 5000, 5000
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &kube{cp: cp, client: client}
 }
 
 // createN creates the Ingresses make(0..n-1) with many concurrent writers;
@@ -189,13 +189,39 @@ func dnsIngress(i int) *networking.Ingress {
 	}
 }
 
-// realisticIngress looks like what Helm charts create in production: two
-// hosts, a TLS section for both, cert-manager and ingress-nginx annotations,
-// the recommended labels, and two paths per rule with their backends.
+// targetService is a hairpin target (DESIGN.md, "Targets"): a proxy Service
+// with the target label, answering zones for the Ingress classes given.
+func targetService(ns, name, zones, classes string) *core.Service {
+	return &core.Service{
+		ObjectMeta: meta.ObjectMeta{
+			Namespace: ns, Name: name,
+			Labels: map[string]string{"hairpin.coredns-hairpin.io/target": ""},
+			Annotations: map[string]string{
+				"hairpin.coredns-hairpin.io/zones":           zones,
+				"hairpin.coredns-hairpin.io/ingress-classes": classes,
+			},
+		},
+		Spec: core.ServiceSpec{
+			Selector: map[string]string{"app.kubernetes.io/name": name},
+			Ports: []core.ServicePort{
+				{Name: "http", Port: 80},
+				{Name: "https", Port: 443},
+			},
+		},
+	}
+}
+
+// realisticIngress is the i-th production-shaped Ingress of the memory
+// phase: two hosts in example.com, class nginx.
 func realisticIngress(i int) *networking.Ingress {
 	name := fmt.Sprintf("app-%05d", i)
-	hosts := []string{fmt.Sprintf("app-%05d.example.com", i), fmt.Sprintf("api-%05d.example.com", i)}
-	class := "nginx"
+	return productionIngress(memNS, name, "nginx", fmt.Sprintf("app-%05d.example.com", i), fmt.Sprintf("api-%05d.example.com", i))
+}
+
+// productionIngress looks like what Helm charts create in production: two
+// hosts, a TLS section for both, cert-manager and ingress-nginx annotations,
+// the recommended labels, and two paths per rule with their backends.
+func productionIngress(ns, name, class string, hosts ...string) *networking.Ingress {
 	rule := func(host string) networking.IngressRule {
 		backend := func(svc string, port int32) networking.IngressBackend {
 			return networking.IngressBackend{Service: &networking.IngressServiceBackend{Name: svc, Port: networking.ServiceBackendPort{Number: port}}}
@@ -207,9 +233,13 @@ func realisticIngress(i int) *networking.Ingress {
 			},
 		}}}
 	}
+	rules := make([]networking.IngressRule, len(hosts))
+	for i, h := range hosts {
+		rules[i] = rule(h)
+	}
 	return &networking.Ingress{
 		ObjectMeta: meta.ObjectMeta{
-			Namespace: memNS, Name: name,
+			Namespace: ns, Name: name,
 			Labels: map[string]string{
 				"app.kubernetes.io/name":       name,
 				"app.kubernetes.io/instance":   name + "-prod",
@@ -225,13 +255,13 @@ func realisticIngress(i int) *networking.Ingress {
 				"nginx.ingress.kubernetes.io/backend-protocol":       "HTTP",
 				"nginx.ingress.kubernetes.io/whitelist-source-range": "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16",
 				"meta.helm.sh/release-name":                          name,
-				"meta.helm.sh/release-namespace":                     memNS,
+				"meta.helm.sh/release-namespace":                     ns,
 			},
 		},
 		Spec: networking.IngressSpec{
 			IngressClassName: &class,
 			TLS:              []networking.IngressTLS{{Hosts: hosts, SecretName: name + "-tls"}},
-			Rules:            []networking.IngressRule{rule(hosts[0]), rule(hosts[1])},
+			Rules:            rules,
 		},
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,8 @@ import (
 	"github.com/miekg/dns"
 	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // hairpinSpec is the memory/propagation Corefile: hairpin answering
@@ -30,11 +34,28 @@ type memSample struct {
 }
 
 // measureCoreDNS starts bin/coredns with hairpin, times start → /ready 200,
-// checks an answer, forces a GC, lets the scavenger settle and returns the
-// smallest of several VmRSS samples.
+// checks answers for n realistic Ingresses, forces a GC, lets the scavenger
+// settle and returns the smallest of several VmRSS samples.
 func measureCoreDNS(t *testing.T, cfg config, bin string, k *kube, n int) memSample {
+	return measureSpec(t, cfg, bin, hairpinSpec(k), n, func(ctx context.Context, s *coreDNS, _ time.Time) error {
+		for _, i := range []int{0, n - 1, rand.IntN(n)} {
+			for _, h := range []string{fmt.Sprintf("app-%05d.example.com", i), fmt.Sprintf("api-%05d.example.com", i)} {
+				ok, desc, err := answers(ctx, s.addr, h, k.proxyIP)
+				if err != nil || !ok {
+					return fmt.Errorf("%s after ready: %s %v", h, desc, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// measureSpec is measureCoreDNS for any Corefile with ready and pprof: check
+// runs once after /ready (start is when the process was started) and must
+// find the n objects answered; it is not called for n = 0.
+func measureSpec(t *testing.T, cfg config, bin string, spec coreDNSSpec, n int, check func(ctx context.Context, s *coreDNS, start time.Time) error) memSample {
 	ctx := t.Context()
-	s := startCoreDNS(t, bin, hairpinSpec(k))
+	s := startCoreDNS(t, bin, spec)
 	start := time.Now()
 	readyURL := "http://" + s.readyAddr + "/ready"
 	client := &http.Client{Timeout: time.Second}
@@ -63,13 +84,8 @@ func measureCoreDNS(t *testing.T, cfg config, bin string, k *kube, n int) memSam
 		t.Fatal(err)
 	}
 	if n > 0 {
-		for _, i := range []int{0, n - 1, rand.IntN(n)} {
-			for _, h := range []string{fmt.Sprintf("app-%05d.example.com", i), fmt.Sprintf("api-%05d.example.com", i)} {
-				ok, desc, err := answers(wctx, s.addr, h, k.proxyIP)
-				if err != nil || !ok {
-					t.Fatalf("%s after ready: %s %v", h, desc, err)
-				}
-			}
+		if err := check(wctx, s, start); err != nil {
+			t.Fatal(err)
 		}
 	}
 	time.Sleep(2 * time.Second)
@@ -87,6 +103,12 @@ func measureCoreDNS(t *testing.T, cfg config, bin string, k *kube, n int) memSam
 	if b, code, err := httpGet(ctx, "http://"+s.pprofAddr+"/debug/pprof/heap?debug=1"); err == nil && code == 200 {
 		stats := memStats(string(b))
 		m.heapInuse, m.heapSys, m.sys = stats["HeapInuse"]/(1<<20), stats["HeapSys"]/(1<<20), stats["Sys"]/(1<<20)
+	}
+	if dir := os.Getenv(EnvProfileDir); dir != "" && n > 0 {
+		// The heap profile says where the extra RSS of n objects goes.
+		if b, code, err := httpGet(ctx, "http://"+s.pprofAddr+"/debug/pprof/heap"); err == nil && code == 200 {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("coredns-%s-%d.heap.pprof", spec.name, n)), b, 0o644)
+		}
 	}
 	s.proc.Stop()
 	t.Logf("bench: coredns with %d Ingresses: ready after %.3f s, VmRSS %.1f MiB (Go heap in use %.1f MiB, Sys %.1f MiB)", n, m.syncS, m.rss, m.heapInuse, m.sys)
@@ -159,8 +181,8 @@ func benchPropagation(t *testing.T, cfg config, bin map[string]string, k *kube, 
 		if err != nil {
 			return false
 		}
-		for _, rr := range r.Answer {
-			if a, ok := rr.(*dns.A); ok && r.Rcode == dns.RcodeSuccess && a.A.String() == k.proxyIP {
+		for _, a := range harness.ARecords(r) {
+			if r.Rcode == dns.RcodeSuccess && a.String() == k.proxyIP {
 				return true
 			}
 		}

@@ -113,7 +113,7 @@ frontend fe
 backend be
     server s1 %s send-proxy
 `, runtime.GOMAXPROCS(0), addr, upstream)
-	path := writeFile(t, t.TempDir(), "haproxy.cfg", conf)
+	path := harness.WriteFile(t, t.TempDir(), "haproxy.cfg", conf)
 	proc := harness.StartProcess(t, "haproxy", haproxyPath, "-db", "-f", path)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -194,6 +194,8 @@ func runWrk(ctx context.Context, url string, conns int, d time.Duration, extra .
 
 func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	ctx := t.Context()
+	loadStart := loadAvg()
+	defer func() { res.ProxyExtra["loadavg"] = []string{loadStart, loadAvg()} }()
 	ngx := harness.StartNginx(t, harness.NginxOptions{PlainListeners: true, Workers: nginxWorkers})
 	bulk, err := ngx.BulkFile(cfg.bulkBytes)
 	if err != nil {
@@ -480,6 +482,20 @@ func cpuSeconds(pid int) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / clockTicks
+}
+
+// loadAvg is /proc/loadavg's 1, 5 and 15 minute figures: the machine is
+// shared, and the throughput figures mean little without it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // clockTicks is USER_HZ, 100 on every Linux architecture Go supports.

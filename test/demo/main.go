@@ -1,21 +1,25 @@
 // Command demo shows coredns-hairpin end to end on one machine, for a person
 // to follow: `make demo`.
 //
-// It starts a real kube-apiserver and etcd, an nginx configured like
-// ingress-nginx with use-proxy-protocol on a "LoadBalancer IP", a public DNS
-// stand-in, our hairpin-proxy on its Service's ClusterIP, and our CoreDNS
-// twice (kube-system's stock Corefile, and the same plus the hairpin stanza);
-// the same stack as the end-to-end tests (test/e2e). Then it tells the story
-// with dig and curl: the in-cluster request that nginx refuses, the DNS
-// answer that hairpin changes, the request that works, and the real client
-// address in nginx's access log.
+// It starts a real kube-apiserver and etcd, two ingress controllers (nginx
+// configured like ingress-nginx with use-proxy-protocol, each on its own
+// class, zone and "LoadBalancer IP"), a public DNS stand-in, and the
+// cluster's CoreDNS: our image with Talos's stock Corefile, which names no
+// hairpin. Then it tells the story in five steps, with dig, curl and the real
+// helm: (1) an in-cluster request is refused with "broken header"; (2) `helm
+// install` of our chart with two targets, and the proxy run with the routes
+// the chart rendered; (3) each host reaches its own controller, which sees
+// the client's real address; (4) the stock Corefile is written again and
+// reloaded, and nothing changes; (5) `helm uninstall` brings the public
+// answers back and leaves nothing behind. Each step checks its claim, and
+// TestDemoStory runs the same story.
 //
 // Everything is stopped when the story ends, on error and on Ctrl-C. With
-// DEMO_KEEP=1 the stack keeps running, with instructions to try it, until
-// Ctrl-C.
+// DEMO_KEEP=1 the stack keeps running before the uninstall, with
+// instructions to try it: Enter goes on with step 5, Ctrl-C stops.
 //
-// Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd, `make tools`)
-// and HAIRPIN_BIN (our binaries, `make build`); `make demo` sets both.
+// Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd), HAIRPIN_HELM
+// (helm) and HAIRPIN_BIN (our binaries); `make demo` sets them.
 package main
 
 import (

@@ -4,174 +4,122 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// story prints the demo for a person: numbered sections, the commands as one
-// would type them, and their real output.
+// story prints the demo for a person: numbered steps, the commands as one
+// would type them, and their real output. Each step returns an error when
+// its claim is false, so that TestDemoStory fails when the story stops
+// being true.
 type story struct {
 	w    io.Writer
 	keep bool   // DEMO_KEEP=1
 	root string // the demo's working folder
-	kept bool   // the story finished and the stack is being kept
+	kept bool   // the story paused for DEMO_KEEP and the stack was kept
+
+	// wait is how DEMO_KEEP pauses before the uninstall; it returns false
+	// to stop without it. Default: Enter on stdin, or Ctrl-C.
+	wait func(ctx context.Context) bool
+
+	c     *cluster
+	helm  *harness.Helm
+	proxy *harness.Process
 }
 
-const host = "app.example.com"
+// The release, as docs and NOTES name it.
+const (
+	release   = "hairpin"
+	namespace = "hairpin-system"
+	chartPath = "manifests/coredns-hairpin"
+)
 
-func (st *story) run(ctx context.Context, tb *demoTB) error {
+// repoDir is the repository's root, wherever the demo runs from.
+var repoDir = func() string {
+	dir, err := filepath.Abs(filepath.Join(e2e.CorefilesDir, "..", "..", "..", ".."))
+	if err != nil {
+		return "."
+	}
+	return dir
+}()
+
+func (st *story) run(ctx context.Context, t testing.TB) error {
 	// Fail before the slow part when a binary is missing.
-	harness.RequireBinary(tb, "coredns")
-	harness.RequireBinary(tb, "hairpin-proxy")
-	harness.RequireAssets(tb)
+	harness.RequireBinary(t, "coredns")
+	harness.RequireBinary(t, "hairpin-proxy")
+	harness.RequireAssets(t)
+	helm := harness.RequireHelm(t)
 
-	st.header("Starting the stack (real binaries, all on loopback)")
+	st.header("The cluster (real binaries, all on loopback)")
 	start := time.Now()
-	cp, err := harness.StartControlPlane(harness.ControlPlaneOptions{
-		Dir:        filepath.Join(st.root, "controlplane"),
-		GatewayAPI: harness.GatewayStandard,
-	})
+	c, err := startCluster(ctx, t, st.root)
 	if err != nil {
-		return fmt.Errorf("start the control plane: %w", err)
+		return err
 	}
-	// Registered first, so it runs last: after CoreDNS has closed its watches.
-	tb.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			fmt.Fprintf(st.w, "stop the control plane: %v\n", err)
+	st.c, st.helm = c, helm.WithKubeconfig(c.cp.Kubeconfig)
+	st.linef("kube-apiserver + etcd  %s  (up in %s; Service ClusterIPs from %s)", c.cp.Config.Host, time.Since(start).Round(100*time.Millisecond), harness.ServiceCIDR)
+	for _, ctl := range c.controllers {
+		st.linef("%-22s %s:%d and :%d, \"LoadBalancer IP\" of zone %s; every listener requires a PROXY header",
+			"controller "+ctl.class, ctl.lb, portOf(ctl.nginx.HTTPAddr), portOf(ctl.nginx.TLSAddr), ctl.zone)
+		st.linef("%-22s logs in %s", "", filepath.Dir(ctl.nginx.AccessLogPath))
+	}
+	st.linef("public DNS             %s  (each zone on its controller's load balancer)", c.publicDNS)
+	st.linef("cluster DNS            %s  our CoreDNS image (bin/coredns), %s's stock Corefile, as %s", c.dns, distributionName, corednsUser)
+	st.linef("                       with %s's RBAC for the kubernetes plugin (nothing for hairpin)", distributionName)
+	st.linef("")
+	st.note("Commands are shown as you would type them. kubectl lines are answered by the demo itself")
+	st.note("from the apiserver (client-go), so no kubectl is needed; helm, dig and curl are the real ones.")
+	st.cmd("export KUBECONFIG=%s", c.cp.Kubeconfig)
+	for _, ctl := range c.controllers {
+		st.cmd("kubectl create ingress shop -n %s --class %s --rule '%s/*=shop:80'", ctl.class, ctl.class, ctl.host)
+		st.block("ingress.networking.k8s.io/shop created")
+	}
+
+	for _, step := range []func(context.Context, testing.TB) error{st.broken, st.install, st.fixed, st.rerender} {
+		if err := step(ctx, t); err != nil {
+			return err
 		}
-	})
-	st.linef("kube-apiserver + etcd   %s  (up in %s)", cp.Config.Host, time.Since(start).Round(100*time.Millisecond))
-	if err := ctx.Err(); err != nil {
-		return err
 	}
-	s := e2e.StartStack(ctx, tb, cp)
-	st.linef("ingress-nginx stand-in  %s:%d and :%d  (\"LoadBalancer IP\"; every listener requires a PROXY header)", s.LoadBalancerIP, s.HTTPPort, s.HTTPSPort)
-	st.linef("public DNS stand-in     %s  (*.example.com -> %s)", s.PublicDNS, s.LoadBalancerIP)
-	st.linef("hairpin-proxy           %s:80 and :443  (ClusterIP of Service %s/%s)", s.ProxyIP, e2e.ProxyNamespace, e2e.ProxyService)
-	st.linef("CoreDNS, stock Corefile %s", s.StockDNS)
-	st.linef("CoreDNS, with hairpin   %s", s.HairpinDNS)
-	st.linef("")
-	st.linef("Both CoreDNS servers run kube-system's stock Corefile; the second one adds this stanza:")
-	st.block(hairpinStanza(s.HairpinCorefile))
-
-	// 1. Without hairpin.
-	st.header("1. Without hairpin: nginx refuses the in-cluster request")
-	lb, err := st.dig(ctx, s.StockDNS, host)
-	if err != nil {
-		return err
-	}
-	st.note("The public answer: the load balancer's IP. In a cluster, kube-proxy or Cilium sends that")
-	st.note("straight to ingress-nginx, past the load balancer that would have added the PROXY header.")
-	res, err := st.curl(ctx, e2e.CurlRequest{Scheme: "https", Host: host, IP: lb, Port: s.HTTPSPort, CACert: s.Nginx.Cert.CertFile})
-	if err != nil {
-		return err
-	}
-	if res.ExitCode == 0 {
-		return fmt.Errorf("curl to the load balancer IP succeeded (status %s); nginx should have refused it", res.Status)
-	}
-	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := s.Nginx.WaitErrorLog(wait, "broken header"); err != nil {
-		return err
-	}
-	st.linef("nginx's error log (%s):", s.Nginx.ErrorLogPath)
-	st.block(brokenHeaderLine(s.Nginx.ErrorLog()))
-	st.note("nginx expected \"PROXY TCP4 <client> <server> <port> <port>\" first and got curl's TLS ClientHello.")
-
-	// 2. With hairpin: the DNS answer.
-	st.header("2. With hairpin: the name resolves to the proxy")
-	st.note("An Ingress for the host, as with:")
-	st.note(fmt.Sprintf("  kubectl create namespace app; kubectl create ingress app -n app --class nginx --rule '%s/*=app:80'", host))
-	created := time.Now()
-	if _, err := e2e.CreateIngress(ctx, cp, "app", "app", host); err != nil {
-		return err
-	}
-	// Wait on the hairpin CoreDNS's cache-free block: a query to the cached
-	// block before the watch event arrives would pin the public answer there
-	// for 5 s.
-	served, err := waitServed(ctx, s.UncachedDNS, s.ProxyIP)
-	if err != nil {
-		return err
-	}
-	st.note(fmt.Sprintf("CoreDNS served the new host %s after the Ingress was created: no Corefile edit, no reload.", served.Sub(created).Round(10*time.Microsecond)))
-	st.linef("")
-	st.linef("Before (stock Corefile):")
-	if _, err := st.dig(ctx, s.StockDNS, host); err != nil {
-		return err
-	}
-	st.linef("After (with the hairpin stanza):")
-	ip, err := st.dig(ctx, s.HairpinDNS, host)
-	if err != nil {
-		return err
-	}
-	if ip != s.ProxyIP {
-		return fmt.Errorf("hairpin CoreDNS answered %s, want the proxy ClusterIP %s", ip, s.ProxyIP)
-	}
-	st.note(fmt.Sprintf("%s is the ClusterIP of %s/%s.", ip, e2e.ProxyNamespace, e2e.ProxyService))
-
-	// 3. The working request.
-	st.header("3. The same request through the proxy works (HTTPS, SNI intact)")
-	client := harness.FreeLoopbackIP(tb)
-	st.note(fmt.Sprintf("curl connects from %s (--interface), so that we can recognise it in nginx's log.", client))
-	res, err = st.curl(ctx, e2e.CurlRequest{Scheme: "https", Host: host, IP: ip, Port: 443, CACert: s.Nginx.Cert.CertFile, Source: client})
-	if err != nil {
-		return err
-	}
-	if res.ExitCode != 0 || res.Status != "200" {
-		return fmt.Errorf("curl through the proxy: status %s, exit %d: %s", res.Status, res.ExitCode, res.Stderr)
-	}
-
-	// 4. The access log.
-	st.header("4. nginx saw the real client and the port it dialled")
-	wait, cancel = context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	e, err := s.Nginx.WaitAccessLog(wait, func(e harness.AccessLogEntry) bool { return e.RemoteAddr == client.String() })
-	if err != nil {
-		return err
-	}
-	line, err := accessLogLine(s.Nginx.AccessLogPath, client.String())
-	if err != nil {
-		return err
-	}
-	st.linef("nginx's access log (%s):", s.Nginx.AccessLogPath)
-	st.block(line)
-	st.linef("  remote_addr                 %-16s <- curl's own address, from the PROXY header", e.RemoteAddr)
-	st.linef("  realip_remote_addr          %-16s <- the TCP peer nginx saw: the proxy", e.RealIPRemoteAddr)
-	st.linef("  proxy_protocol_server_addr  %-16s <- the ClusterIP curl dialled", e.ProxyProtocolServerAddr)
-	st.linef("  proxy_protocol_server_port  %-16s <- the Service port, as a load balancer would report it", e.ProxyProtocolServerPort)
-	st.linef("  ssl_server_name             %-16s <- SNI passed through untouched", e.SSLServerName)
-	st.linef("  status                      %s", e.Status)
-
 	if st.keep {
 		st.kept = true
-		st.keepRunning(ctx, cp, s)
+		if !st.keepRunning(ctx) {
+			return nil
+		}
 	}
-	return nil
+	return st.uninstall(ctx, t)
 }
 
-// keepRunning prints how to play with the stack and waits for Ctrl-C.
-func (st *story) keepRunning(ctx context.Context, cp *harness.ControlPlane, s *e2e.Stack) {
-	dnsHost, dnsPort := splitHostPort(s.HairpinDNS)
-	st.header("The stack keeps running (DEMO_KEEP=1); Ctrl-C stops it")
-	st.linef("kubeconfig          %s", cp.Kubeconfig)
-	st.linef("CoreDNS (hairpin)   %s port %s", dnsHost, dnsPort)
-	st.linef("CoreDNS (stock)     %s", s.StockDNS)
-	st.linef("proxy ClusterIP     %s (ports 80, 443); metrics at http://%s/metrics", s.ProxyIP, s.ProxyHealth)
-	st.linef("nginx logs          %s, %s", s.Nginx.AccessLogPath, s.Nginx.ErrorLogPath)
+// keepRunning prints how to play with the installed stack and waits; it
+// returns whether to go on with the uninstall.
+func (st *story) keepRunning(ctx context.Context) bool {
+	c := st.c
+	h, p := splitHostPort(c.dns)
+	st.header("The stack keeps running (DEMO_KEEP=1): Enter uninstalls (step 5), Ctrl-C stops")
+	st.linef("export KUBECONFIG=%s", c.cp.Kubeconfig)
+	st.linef("cluster DNS  %s port %s; its Corefile %s, its log %s", h, p, c.corefile, c.coredns.LogPath)
+	for _, ctl := range c.controllers {
+		st.linef("%-12s target %s, logs %s", ctl.class, ctl.target, filepath.Dir(ctl.nginx.AccessLogPath))
+	}
 	st.linef("")
 	st.linef("Try:")
-	st.linef("  kubectl --kubeconfig %s create ingress demo --class nginx --rule 'demo.example.com/*=app:80'", cp.Kubeconfig)
-	st.linef("  dig @%s -p %s demo.example.com +short", dnsHost, dnsPort)
-	st.linef("  curl --resolve demo.example.com:443:%s --cacert %s https://demo.example.com/", s.ProxyIP, s.Nginx.Cert.CertFile)
-	st.linef("  kubectl --kubeconfig %s delete ingress demo", cp.Kubeconfig)
-	st.linef("(CoreDNS caches every answer for at least 5 s: a name dug before its Ingress exists keeps")
-	st.linef("the public answer that long.)")
-	<-ctx.Done()
+	ctl := c.controllers[0]
+	st.linef("  kubectl create ingress demo -n %s --class %s --rule 'demo.%s/*=shop:80'", ctl.class, ctl.class, ctl.zone)
+	st.linef("  dig @%s -p %s demo.%s +short", h, p, ctl.zone)
+	st.linef("  curl --resolve demo.%s:443:%s -k https://demo.%s/", ctl.zone, ctl.target, ctl.zone)
+	st.linef("(CoreDNS caches every answer for up to its TTL, 5 s: a name dug before its Ingress exists")
+	st.linef("keeps the public answer that long.)")
+	wait := st.wait
+	if wait == nil {
+		wait = waitEnter
+	}
+	return wait(ctx)
 }
 
 func (st *story) header(title string) {
@@ -186,6 +134,11 @@ func (st *story) note(text string) {
 	fmt.Fprintf(st.w, "# %s\n", text)
 }
 
+// cmd prints a command line as typed.
+func (st *story) cmd(format string, args ...any) {
+	fmt.Fprintf(st.w, "$ "+format+"\n", args...)
+}
+
 func (st *story) block(text string) {
 	for _, l := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
 		fmt.Fprintf(st.w, "    %s\n", l)
@@ -196,7 +149,7 @@ func (st *story) block(text string) {
 // returns the single address of the answer.
 func (st *story) dig(ctx context.Context, server, name string) (netip.Addr, error) {
 	h, p := splitHostPort(server)
-	st.linef("$ dig @%s -p %s %s +short", h, p, name)
+	st.cmd("dig @%s -p %s %s +short", h, p, name)
 	out, err := e2e.Dig(ctx, server, name, "A", "+short")
 	if err != nil {
 		return netip.Addr{}, err
@@ -209,9 +162,21 @@ func (st *story) dig(ctx context.Context, server, name string) (netip.Addr, erro
 	return addrs[0], nil
 }
 
+// digWant is dig that fails unless the answer is want.
+func (st *story) digWant(ctx context.Context, server, name string, want netip.Addr, what string) error {
+	got, err := st.dig(ctx, server, name)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s answered %s with %s, want %s (%s)", server, name, got, want, what)
+	}
+	return nil
+}
+
 // curl runs r, prints the command and what curl printed.
 func (st *story) curl(ctx context.Context, r e2e.CurlRequest) (e2e.CurlResult, error) {
-	st.linef("$ curl %s", shellJoin(r.Args()))
+	st.cmd("curl %s", shellJoin(r.Args()))
 	res, err := e2e.Curl(ctx, r)
 	if err != nil {
 		return res, err
@@ -221,4 +186,21 @@ func (st *story) curl(ctx context.Context, r e2e.CurlRequest) (e2e.CurlResult, e
 	}
 	st.block(fmt.Sprintf("HTTP status: %s   (curl exit code %d)", res.Status, res.ExitCode))
 	return res, nil
+}
+
+// waitAnswer waits until the cluster DNS answers name with want: `cache 30`
+// in the stock Corefile may hold the previous answer for its TTL (5 s).
+func (st *story) waitAnswer(ctx context.Context, name string, want netip.Addr) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := harness.PollEvery(ctx, 100*time.Millisecond, harness.AProbe(st.c.dns, name, want)); err != nil {
+		return 0, fmt.Errorf("cluster DNS (log %s): %w", st.c.coredns.LogPath, err)
+	}
+	return time.Since(start), nil
+}
+
+func splitHostPort(hostport string) (string, string) {
+	h, p, _ := net.SplitHostPort(hostport)
+	return h, p
 }

@@ -5,29 +5,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
+	"strconv"
 	"strings"
-	"time"
-
-	"github.com/miekg/dns"
-
-	"github.com/coredns-hairpin/hairpin/test/harness"
 )
-
-// hairpinStanza returns the hairpin stanza of a Corefile, unindented.
-func hairpinStanza(corefile string) string {
-	i := strings.Index(corefile, "hairpin ")
-	if i < 0 {
-		return corefile
-	}
-	const closing = "\n    }"
-	end := strings.Index(corefile[i:], closing)
-	if end < 0 {
-		return corefile[i:]
-	}
-	return strings.ReplaceAll(corefile[i:i+end+len(closing)], "\n    ", "\n")
-}
 
 // brokenHeaderLine returns nginx's last "broken header" complaint, on one
 // line: nginx logs the bytes it could not parse as they are, so a TLS
@@ -92,29 +73,34 @@ func accessLogLine(path, client string) (string, error) {
 	return "", fmt.Errorf("access log %s has no line for %s", path, client)
 }
 
-// waitServed polls the DNS server for app.example.com until it answers want
-// and returns when that happened.
-func waitServed(ctx context.Context, server string, want netip.Addr) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	for {
-		r, err := harness.Exchange(ctx, server, host, dns.TypeA)
-		if err == nil && len(r.Answer) == 1 {
-			if a, ok := r.Answer[0].(*dns.A); ok && a.A.Equal(net.IP(want.AsSlice())) {
-				return time.Now(), nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("%s is not answered with %s at %s: %w", host, want, server, context.Cause(ctx))
-		case <-time.After(2 * time.Millisecond):
-		}
+// portOf returns the port of "ip:port", 0 if there is none.
+func portOf(hostport string) int {
+	_, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return 0
 	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
 
-func splitHostPort(hostport string) (string, string) {
-	h, p, _ := net.SplitHostPort(hostport)
-	return h, p
+// waitEnter waits for a line on stdin or for ctx to end, and reports
+// whether a line came. Without a terminal (stdin at EOF) it waits for ctx.
+func waitEnter(ctx context.Context) bool {
+	line := make(chan bool, 1)
+	go func() {
+		_, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		line <- err == nil
+	}()
+	select {
+	case ok := <-line:
+		if ok {
+			return true
+		}
+		<-ctx.Done()
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // shellJoin quotes args for a POSIX shell where needed.

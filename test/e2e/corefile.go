@@ -15,15 +15,39 @@ type CorefileConfig struct {
 	Kubeconfig string
 	// Upstream ("ip:port") is what `forward .` sends to: the public DNS.
 	Upstream string
-	// Hairpin adds the one hairpin stanza to the stock Corefile.
-	Hairpin bool
-	// GatewayClass, with Hairpin, also serves Gateway API hostnames of
-	// Gateways of this class.
-	GatewayClass string
+	// Metrics, when set, is the prometheus plugin's "127.0.0.1:port"
+	// (kubeadm's Corefile has `prometheus :9153`).
+	Metrics string
+	// Hairpin is the hairpin stanza added to the stock Corefile, as a user
+	// adds it (see [ProxyStanza]); empty for the stock Corefile. Lines after
+	// the first are indented as they stand inside a server block.
+	Hairpin string
 	// Uncached, with Hairpin, adds a second server block on this address
-	// with the same hairpin settings (so the same watch) and no cache.
+	// with the same hairpin stanza (so the same watch) and no cache.
 	Uncached string
 }
+
+// ProxyStanza is the explicit form of the hairpin stanza: one proxy
+// Service, hairpin-system/hairpin-proxy, answering Ingress hosts of every
+// class in [Zone] and, when gatewayClass is set, the Gateway API hostnames of
+// Gateways of that class. The kubeconfig is explicit because the test runs
+// outside a cluster.
+func ProxyStanza(kubeconfig, gatewayClass string) string {
+	var b bytes.Buffer
+	if err := proxyStanzaTmpl.Execute(&b, map[string]string{"Kubeconfig": kubeconfig, "GatewayClass": gatewayClass, "Zone": Zone}); err != nil {
+		panic(err) // the template is fixed; only a programming error gets here
+	}
+	return b.String()
+}
+
+var proxyStanzaTmpl = template.Must(template.New("hairpin").Parse(`hairpin {{.Zone}} {
+        proxy ` + ProxyNamespace + "/" + ProxyService + `
+        kubeconfig {{.Kubeconfig}}
+        startup_timeout 10s
+{{- if .GatewayClass}}
+        gateway_class {{.GatewayClass}}
+{{- end}}
+    }`))
 
 // Corefile returns a Corefile shaped like the one kube-system's CoreDNS
 // ships with (kubeadm's), with addresses on loopback, an explicit kubeconfig
@@ -49,7 +73,10 @@ var corefileTmpl = template.Must(template.New("Corefile").Funcs(tmplFuncs).Parse
         fallthrough in-addr.arpa ip6.arpa
     }
 {{- if .Hairpin}}
-    {{template "hairpin" .}}
+    {{.Hairpin}}
+{{- end}}
+{{- if .Metrics}}
+    prometheus {{.Metrics}}
 {{- end}}
     forward . {{.Upstream}}
     cache 30
@@ -64,66 +91,76 @@ var corefileTmpl = template.Must(template.New("Corefile").Funcs(tmplFuncs).Parse
 .:{{port .Uncached}} {
     bind {{host .Uncached}}
     errors
-    {{template "hairpin" .}}
+    {{.Hairpin}}
     forward . {{.Upstream}}
 }
 {{- end}}
-{{define "hairpin"}}hairpin example.com {
-        kubeconfig {{.Kubeconfig}}
-        startup_timeout 10s
-{{- if .GatewayClass}}
-        gateway_class {{.GatewayClass}}
-{{- end}}
-    }{{end}}
 `))
 
+// ZoneFile is one zone the public DNS stand-in serves from a zone file.
+type ZoneFile struct {
+	// Zone is the origin ("example.com"); Path the file (see [ZoneText]).
+	Zone, Path string
+}
+
 // PublicCorefile returns the Corefile of the public DNS stand-in: our
-// CoreDNS binary serving the zone file authoritatively on listen.
-func PublicCorefile(listen, zoneFile string) string {
+// CoreDNS binary serving each zone file authoritatively on listen.
+func PublicCorefile(listen string, zones ...ZoneFile) string {
 	var b bytes.Buffer
-	if err := publicTmpl.Execute(&b, map[string]string{"Listen": listen, "ZoneFile": zoneFile}); err != nil {
+	if err := publicTmpl.Execute(&b, map[string]any{"Listen": listen, "Zones": zones}); err != nil {
 		panic(err)
 	}
 	return b.String()
 }
 
-var publicTmpl = template.Must(template.New("Corefile.public").Funcs(tmplFuncs).Parse(`example.com:{{port .Listen}} {
-    bind {{host .Listen}}
-    file {{.ZoneFile}}
+var publicTmpl = template.Must(template.New("Corefile.public").Funcs(tmplFuncs).Parse(`{{range .Zones}}{{.Zone}}:{{port $.Listen}} {
+    bind {{host $.Listen}}
+    file {{.Path}}
     errors
 }
-`))
+{{end}}`))
 
-// PublicZone is example.com as the internet sees it: every name, through
-// the wildcard, points at the load balancer. TTLs are short and the SOA
+// ZoneText is a public zone as the internet sees it: the apex and, through
+// the wildcard, every name point at lb, the load balancer of the zone's
+// ingress; records (zone-file lines relative to the origin, such as
+// "legacy IN A 127.1.2.3") add or override names. TTLs are short and the SOA
 // minimum (the negative TTL) is 1 s, so that neither the public answers nor
 // NXDOMAINs stick in CoreDNS's cache longer than its own 5 s floor.
+func ZoneText(origin string, lb netip.Addr, records ...string) string {
+	var b bytes.Buffer
+	if err := zoneTmpl.Execute(&b, map[string]any{"Origin": origin, "LB": lb, "Records": records}); err != nil {
+		panic(err)
+	}
+	return b.String()
+}
+
+var zoneTmpl = template.Must(template.New("zone").Parse(`$ORIGIN {{.Origin}}.
+$TTL 5
+@    IN SOA ns.{{.Origin}}. hostmaster.{{.Origin}}. 1 7200 3600 1209600 1
+@    IN NS  ns.{{.Origin}}.
+ns   IN A   {{.LB}}
+@    IN A   {{.LB}}
+*    IN A   {{.LB}}
+{{- range .Records}}
+{{.}}
+{{- end}}
+`))
+
+// PublicZone is [Zone] as the internet sees it (see [ZoneText]), with every
+// name on the load balancer lb.
 //
 // app.example.com also has a public AAAA and an HTTPS record with an
 // ipv4hint, so that the test can show that hairpin hides both. The AAAA is a
 // documentation address (RFC 3849); nothing ever dials it.
 func PublicZone(lb netip.Addr) string {
-	var b bytes.Buffer
-	if err := zoneTmpl.Execute(&b, lb); err != nil {
-		panic(err)
-	}
-	return b.String()
+	return ZoneText(Zone, lb,
+		"app  IN A   "+lb.String(),
+		"app  IN AAAA "+PublicAAAA,
+		`app  IN HTTPS 1 . alpn="h2,http/1.1" ipv4hint=`+lb.String())
 }
 
 // PublicAAAA is the public AAAA record of app.example.com.
 const PublicAAAA = "2001:db8::1"
-
-var zoneTmpl = template.Must(template.New("zone").Parse(`$ORIGIN example.com.
-$TTL 5
-@    IN SOA ns.example.com. hostmaster.example.com. 1 7200 3600 1209600 1
-@    IN NS  ns.example.com.
-ns   IN A   {{.}}
-@    IN A   {{.}}
-*    IN A   {{.}}
-app  IN A   {{.}}
-app  IN AAAA ` + PublicAAAA + `
-app  IN HTTPS 1 . alpn="h2,http/1.1" ipv4hint={{.}}
-`))
 
 // tmplFuncs split "host:port" addresses for Corefile syntax.
 var tmplFuncs = template.FuncMap{

@@ -10,6 +10,14 @@
 // ("broken header"); with it, the name resolves to the proxy Service's
 // ClusterIP, the proxy adds the header and nginx sees the real client.
 //
+// TestTargetsEveryHostReachesItsOwnController shows DESIGN.md's "Targets":
+// several PROXY-protocol controllers (two tenants' ingress-nginx and a
+// Gateway's data plane), each fronted by its own target Service in
+// hairpin-system and served by one hairpin-proxy process, next to a
+// controller that does not speak PROXY; CoreDNS has the bare `hairpin` line.
+// Each host reaches its own controller, with the client's address in the
+// PROXY header, and nothing else is touched.
+//
 // The non-test part of the package, [StartStack], starts that whole picture
 // so that `make demo` (test/demo) runs exactly what the tests run.
 //

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
-
 	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
@@ -36,41 +34,15 @@ func wantAddrs(t *testing.T, what string, got []netip.Addr, want ...netip.Addr) 
 	}
 }
 
-// aRecords returns the A records' addresses in r's answer section.
-func aRecords(r *dns.Msg) []netip.Addr {
-	var addrs []netip.Addr
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			if ip, ok := netip.AddrFromSlice(a.A.To4()); ok {
-				addrs = append(addrs, ip)
-			}
-		}
-	}
-	return addrs
-}
-
-// waitForA polls server for name's A record with harness.Exchange every
-// pollInterval until the answer is exactly want or ctx ends, and returns how
-// long that took from start.
+// waitForA polls server for name's A record every pollInterval until the
+// answer is exactly want or ctx ends, and returns how long that took from
+// start.
 func waitForA(ctx context.Context, server, name string, want netip.Addr, start time.Time) (time.Duration, error) {
-	var last string
-	for {
-		r, err := harness.Exchange(ctx, server, name, dns.TypeA)
-		if err == nil {
-			if got := aRecords(r); len(got) == 1 && got[0] == want {
-				return time.Since(start), nil
-			}
-			last = fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], aRecords(r))
-		} else {
-			last = err.Error()
-		}
-		select {
-		case <-ctx.Done():
-			return time.Since(start), fmt.Errorf("%s A at %s is not %s after %s (last answer: %s): %w",
-				name, server, want, time.Since(start).Round(time.Millisecond), last, context.Cause(ctx))
-		case <-time.After(pollInterval):
-		}
+	err := harness.PollEvery(ctx, pollInterval, harness.AProbe(server, name, want))
+	if err != nil {
+		return time.Since(start), fmt.Errorf("after %s: %w", time.Since(start).Round(time.Millisecond), err)
 	}
+	return time.Since(start), nil
 }
 
 // createIngressAndWait creates an Ingress for host and waits until the

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -41,9 +42,52 @@ func EnsureProxyService(ctx context.Context, cp *harness.ControlPlane) (netip.Ad
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("proxy service %s/%s: %w", ProxyNamespace, ProxyService, err)
 	}
+	return loopbackClusterIP(svc)
+}
+
+// The target label and annotations of DESIGN.md, "Targets", written out
+// here rather than imported: they are a contract, and a test that spells
+// them as the chart and the docs do fails when the plugin drifts.
+const (
+	TargetLabel              = "hairpin.coredns-hairpin.io/target"
+	ZonesAnnotation          = "hairpin.coredns-hairpin.io/zones"
+	IngressClassesAnnotation = "hairpin.coredns-hairpin.io/ingress-classes"
+	GatewayClassesAnnotation = "hairpin.coredns-hairpin.io/gateway-classes"
+	GatewaysAnnotation       = "hairpin.coredns-hairpin.io/gateways"
+)
+
+// CreateTarget creates Namespace hairpin-system unless it exists, and in it
+// a target Service: labelled [TargetLabel], with annotations, and port 80
+// ("http") to targetPort, the proxy's container port for this target's
+// upstream. It returns the ClusterIP, a loopback address from
+// harness.ServiceCIDR that the proxy process can listen on.
+func CreateTarget(ctx context.Context, cp *harness.ControlPlane, name string, targetPort int32, annotations map[string]string) (netip.Addr, error) {
+	if err := EnsureNamespace(ctx, cp, ProxyNamespace); err != nil {
+		return netip.Addr{}, err
+	}
+	svc, err := cp.Clientset.CoreV1().Services(ProxyNamespace).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      map[string]string{TargetLabel: "", "app.kubernetes.io/name": ProxyService},
+			Annotations: annotations,
+		},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app.kubernetes.io/name": ProxyService},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(targetPort)}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("create target service %s/%s: %w", ProxyNamespace, name, err)
+	}
+	return loopbackClusterIP(svc)
+}
+
+// loopbackClusterIP returns svc's ClusterIP, which must be in
+// harness.ServiceCIDR for a test process to listen on it.
+func loopbackClusterIP(svc *corev1.Service) (netip.Addr, error) {
 	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
 	if err != nil || !harness.ServiceCIDR.Contains(ip) {
-		return netip.Addr{}, fmt.Errorf("proxy service ClusterIP %q is not in %s (%v)", svc.Spec.ClusterIP, harness.ServiceCIDR, err)
+		return netip.Addr{}, fmt.Errorf("service %s/%s: ClusterIP %q is not in %s (%v)", svc.Namespace, svc.Name, svc.Spec.ClusterIP, harness.ServiceCIDR, err)
 	}
 	return ip, nil
 }
@@ -60,10 +104,14 @@ func EnsureNamespace(ctx context.Context, cp *harness.ControlPlane, name string)
 // CreateIngress creates an Ingress of class nginx in namespace ns that routes
 // host to Service "app" (which need not exist: only the host matters here).
 func CreateIngress(ctx context.Context, cp *harness.ControlPlane, ns, name, host string) (*networkingv1.Ingress, error) {
+	return CreateIngressOfClass(ctx, cp, ns, name, "nginx", host)
+}
+
+// CreateIngressOfClass is [CreateIngress] with spec.ingressClassName class.
+func CreateIngressOfClass(ctx context.Context, cp *harness.ControlPlane, ns, name, class, host string) (*networkingv1.Ingress, error) {
 	if err := EnsureNamespace(ctx, cp, ns); err != nil {
 		return nil, err
 	}
-	class := "nginx"
 	prefix := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -95,6 +143,12 @@ func CreateIngress(ctx context.Context, cp *harness.ControlPlane, ns, name, host
 // hostname, and an HTTPRoute for host attached to it. The Gateway API CRDs
 // must be installed.
 func CreateGatewayRoute(ctx context.Context, cp *harness.ControlPlane, ns, name, host string) error {
+	return CreateGatewayRouteOfClass(ctx, cp, GatewayClass, ns, name, host)
+}
+
+// CreateGatewayRouteOfClass is [CreateGatewayRoute] for GatewayClass
+// className.
+func CreateGatewayRouteOfClass(ctx context.Context, cp *harness.ControlPlane, className, ns, name, host string) error {
 	gc, err := gwclient.NewForConfig(cp.Config)
 	if err != nil {
 		return fmt.Errorf("gateway API client: %w", err)
@@ -103,16 +157,16 @@ func CreateGatewayRoute(ctx context.Context, cp *harness.ControlPlane, ns, name,
 		return err
 	}
 	class := &gw.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: GatewayClass},
+		ObjectMeta: metav1.ObjectMeta{Name: className},
 		Spec:       gw.GatewayClassSpec{ControllerName: "io.cilium/gateway-controller"},
 	}
 	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create gatewayclass %s: %w", GatewayClass, err)
+		return fmt.Errorf("create gatewayclass %s: %w", className, err)
 	}
 	gateway := &gw.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: gw.GatewaySpec{
-			GatewayClassName: GatewayClass,
+			GatewayClassName: gw.ObjectName(className),
 			Listeners:        []gw.Listener{{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType}},
 		},
 	}

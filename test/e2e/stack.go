@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -21,11 +18,13 @@ const (
 	// Zone is the public zone: the public DNS stand-in serves it and the
 	// hairpin plugin may answer hosts inside it.
 	Zone = "example.com"
-	// GatewayClass is the GatewayClass whose Gateways the hairpin plugin
-	// watches (`gateway_class cilium`).
+	// GatewayClass is the GatewayClass whose Gateways the stack's hairpin
+	// stanza serves (`gateway_class cilium`).
 	GatewayClass = "cilium"
-	// ProxyNamespace and ProxyService name the proxy Service, the plugin's
-	// default `proxy hairpin-system/hairpin-proxy`.
+	// ProxyNamespace and ProxyService name the proxy Service that the
+	// stack's explicit stanza names (`proxy hairpin-system/hairpin-proxy`,
+	// see [ProxyStanza]). The Service carries no target label: a bare
+	// `hairpin`, which discovers targets, would not answer with it.
 	ProxyNamespace = "hairpin-system"
 	ProxyService   = "hairpin-proxy"
 )
@@ -57,7 +56,8 @@ type Stack struct {
 	// Proxy is the hairpin-proxy process; ProxyHealth its health address.
 	Proxy       *harness.Process
 	ProxyHealth string
-	// StockDNS ("127.0.0.1:port") is our CoreDNS with the stock Corefile;
+	// StockDNS ("127.0.0.1:port") is our CoreDNS with the stock Corefile
+	// and activation off (-hairpin.activate=false): no hairpin at all;
 	// HairpinDNS the same Corefile plus the hairpin stanza.
 	StockDNS, HairpinDNS string
 	// UncachedDNS is a second server block of the hairpin CoreDNS without
@@ -83,18 +83,18 @@ func StartStack(ctx context.Context, t testing.TB, cp *harness.ControlPlane) *St
 	// need no port.
 	s.LoadBalancerIP = harness.FreeLoopbackIP(t)
 	opts := harness.NginxOptions{IP: s.LoadBalancerIP}
-	if canBind(s.LoadBalancerIP, 80) && canBind(s.LoadBalancerIP, 443) {
+	if harness.CanListen(s.LoadBalancerIP, 80) && harness.CanListen(s.LoadBalancerIP, 443) {
 		opts.HTTPPort, opts.TLSPort = 80, 443
 	}
 	s.Nginx = harness.StartNginx(t, opts)
-	s.HTTPPort, s.HTTPSPort = portOf(t, s.Nginx.HTTPAddr), portOf(t, s.Nginx.TLSAddr)
+	s.HTTPPort, s.HTTPSPort = harness.PortOf(t, s.Nginx.HTTPAddr), harness.PortOf(t, s.Nginx.TLSAddr)
 
 	// The public DNS.
 	s.PublicDNS = harness.FreeAddr(t, "127.0.0.1")
-	zoneFile := writeFile(t, dir, "example.com.zone", PublicZone(s.LoadBalancerIP))
-	publicConf := writeFile(t, dir, "Corefile.public", PublicCorefile(s.PublicDNS, zoneFile))
+	zoneFile := harness.WriteFile(t, dir, "example.com.zone", PublicZone(s.LoadBalancerIP))
+	publicConf := harness.WriteFile(t, dir, "Corefile.public", PublicCorefile(s.PublicDNS, ZoneFile{Zone: Zone, Path: zoneFile}))
 	public := harness.StartProcess(t, "public-dns", coredns, "-conf", publicConf)
-	ready(ctx, t, public, harness.DNSProbe(s.PublicDNS, Zone, dns.TypeSOA))
+	public.RequireReady(ctx, startTimeout, harness.DNSProbe(s.PublicDNS, Zone, dns.TypeSOA))
 
 	// The proxy, on its Service's ClusterIP, in front of nginx's PROXY
 	// listeners. The header port is the Service port the client dialled.
@@ -111,7 +111,7 @@ func StartStack(ctx context.Context, t testing.TB, cp *harness.ControlPlane) *St
 		// Children are stopped with SIGTERM and killed 5 s later: skip the
 		// lameduck period that a Deployment needs so that teardown is quick.
 		"--lameduck", "0s", "--drain-timeout", "1s")
-	ready(ctx, t, s.Proxy, harness.HTTPProbe("http://"+s.ProxyHealth+"/readyz"))
+	s.Proxy.RequireReady(ctx, startTimeout, harness.HTTPProbe("http://"+s.ProxyHealth+"/readyz"))
 
 	// Our CoreDNS twice: the stock Corefile, and the same plus hairpin.
 	s.StockDNS = harness.FreeAddr(t, "127.0.0.1")
@@ -122,71 +122,32 @@ func StartStack(ctx context.Context, t testing.TB, cp *harness.ControlPlane) *St
 	s.StockCorefile = Corefile(stock)
 	hairpin := stock
 	hairpin.Listen, hairpin.Health, hairpin.Ready = harness.FreeAddr(t, "127.0.0.1"), harness.FreeAddr(t, "127.0.0.1"), harness.FreeAddr(t, "127.0.0.1")
-	hairpin.Hairpin, hairpin.GatewayClass = true, GatewayClass
+	hairpin.Hairpin = ProxyStanza(cp.Kubeconfig, GatewayClass)
 	hairpin.Uncached = harness.FreeAddr(t, "127.0.0.1")
 	s.HairpinDNS, s.UncachedDNS = hairpin.Listen, hairpin.Uncached
 	s.HairpinCorefile = Corefile(hairpin)
 
+	// Our image adds hairpin to a Corefile that names none (DESIGN.md,
+	// "Activation"); the stock side is CoreDNS as it runs without the
+	// plugin, so activation is off there.
 	for _, c := range []struct {
-		name string
-		conf string
-		cfg  CorefileConfig
-	}{{"coredns-stock", s.StockCorefile, stock}, {"coredns-hairpin", s.HairpinCorefile, hairpin}} {
-		path := writeFile(t, dir, "Corefile."+c.name, c.conf)
-		p := harness.StartProcess(t, c.name, coredns, "-conf", path)
+		name  string
+		conf  string
+		cfg   CorefileConfig
+		flags []string
+	}{{"coredns-stock", s.StockCorefile, stock, []string{"-hairpin.activate=false"}}, {"coredns-hairpin", s.HairpinCorefile, hairpin, nil}} {
+		path := harness.WriteFile(t, dir, "Corefile."+c.name, c.conf)
+		p := harness.StartProcess(t, c.name, coredns, append([]string{"-conf", path}, c.flags...)...)
 		// `ready` turns 200 once kubernetes and hairpin have synced. CoreDNS
 		// runs the plugins' startup hooks, which start the ready endpoint,
 		// before it binds its DNS sockets, so /ready can pass a moment before
 		// queries are accepted: wait for a DNS answer too.
-		ready(ctx, t, p, harness.HTTPProbe("http://"+c.cfg.Ready+"/ready"))
+		p.RequireReady(ctx, startTimeout, harness.HTTPProbe("http://"+c.cfg.Ready+"/ready"))
 		for _, addr := range []string{c.cfg.Listen, c.cfg.Uncached} {
 			if addr != "" {
-				ready(ctx, t, p, harness.DNSProbe(addr, Zone, dns.TypeSOA))
+				p.RequireReady(ctx, startTimeout, harness.DNSProbe(addr, Zone, dns.TypeSOA))
 			}
 		}
 	}
 	return s
-}
-
-// ready waits for probe, failing t with the child's output when it does not
-// pass within startTimeout.
-func ready(ctx context.Context, t testing.TB, p *harness.Process, probe harness.Probe) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	if err := p.Ready(ctx, probe); err != nil {
-		t.Fatalf("e2e: %s is not ready: %v\n%s", p.Name, err, p.Output())
-	}
-}
-
-// canBind reports whether a TCP listener can be opened on ip:port now.
-func canBind(ip netip.Addr, port int) bool {
-	l, err := net.Listen("tcp", netip.AddrPortFrom(ip, uint16(port)).String())
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
-func portOf(t testing.TB, hostport string) int {
-	t.Helper()
-	_, p, err := net.SplitHostPort(hostport)
-	if err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	n, err := strconv.Atoi(p)
-	if err != nil {
-		t.Fatalf("e2e: port of %s: %v", hostport, err)
-	}
-	return n
-}
-
-func writeFile(t testing.TB, dir, name, content string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatalf("e2e: %v", err)
-	}
-	return path
 }

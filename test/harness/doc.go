@@ -27,6 +27,20 @@
 //		// ... dial the answer, check ngx.WaitAccessLog for the real client address
 //	}
 //
+// # Helpers every test package shares
+//
+// Test packages use these instead of copies of their own:
+//
+//   - waiting: [Poll] (with backoff) and [PollEvery] (fixed interval, for
+//     measured waits) run a [Probe]; [Eventually] checks in-process state;
+//   - DNS: [Exchange] sends one query, [ARecords] and [AAAARecords] extract
+//     the addresses, [AProbe] waits for an exact A answer;
+//   - addresses: [FreePort] and [FreeAddr] (free for TCP and UDP alike, as DNS
+//     servers need), [FreeLoopbackIP], [CanListen], [PortOf];
+//   - upstreams: [StartUpstream] and [StartEchoUpstream], an in-process
+//     PROXY-protocol receiver that records each header;
+//   - files and metrics: [WriteFile], [ScrapeMetrics] and [MetricValue].
+//
 // # Environment
 //
 //   - KUBEBUILDER_ASSETS: the folder with kube-apiserver and etcd, as printed by

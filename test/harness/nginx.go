@@ -28,6 +28,9 @@ const DefaultNginx = "/usr/sbin/nginx"
 // nginx on a fresh loopback address with a PROXY-protocol HTTP and TLS
 // listener each.
 type NginxOptions struct {
+	// Name labels the process in messages and log dumps, for tests that run
+	// several controllers. Default: "nginx".
+	Name string
 	// Path is the nginx binary. Default: $HAIRPIN_NGINX, else /usr/sbin/nginx.
 	Path string
 	// IP is the address to listen on. Default: [FreeLoopbackIP].
@@ -38,6 +41,10 @@ type NginxOptions struct {
 	// PlainListeners adds an HTTP and a TLS listener without proxy_protocol
 	// (for benchmarks that compare with and without the proxy).
 	PlainListeners bool
+	// WithoutProxyProtocol makes the HTTP and TLS listeners plain: a
+	// controller that does not speak the PROXY protocol, whose clients must
+	// reach it directly.
+	WithoutProxyProtocol bool
 	// Hosts are the certificate's names. Default: app.example.com,
 	// *.example.com, example.com and IP.
 	Hosts []string
@@ -54,6 +61,8 @@ type NginxOptions struct {
 // PROXY header (and closes connections without one, logging "broken header"),
 // and the real client address comes from that header
 // (real_ip_header proxy_protocol; set_real_ip_from 127.0.0.0/8 and ::1).
+// With NginxOptions.WithoutProxyProtocol it is a controller that does not
+// speak the PROXY protocol at all.
 //
 // Locations: "/" answers 200 with "ok host=$host client=$remote_addr
 // port=$server_port"; "/bulk/" serves files made by [Nginx.BulkFile].
@@ -71,6 +80,9 @@ type Nginx struct {
 	PlainHTTPAddr, PlainTLSAddr string
 	// Cert is the self-signed serving certificate.
 	Cert *Cert
+	// ProxyProtocol reports whether HTTPAddr and TLSAddr require a PROXY
+	// header (see NginxOptions.WithoutProxyProtocol).
+	ProxyProtocol bool
 	// ConfigPath, AccessLogPath and ErrorLogPath are nginx's files.
 	ConfigPath, AccessLogPath, ErrorLogPath string
 }
@@ -111,7 +123,7 @@ func StartNginx(t testing.TB, opts NginxOptions) *Nginx {
 		opts.IP = FreeLoopbackIP(t)
 	}
 	ip := opts.IP.String()
-	n := &Nginx{Dir: t.TempDir(), IP: opts.IP}
+	n := &Nginx{Dir: t.TempDir(), IP: opts.IP, ProxyProtocol: !opts.WithoutProxyProtocol}
 	port := func(p int) string {
 		if p == 0 {
 			p = FreePort(t, ip)
@@ -149,11 +161,15 @@ func StartNginx(t testing.TB, opts NginxOptions) *Nginx {
 		t.Fatalf("harness: nginx config: %v", err)
 	}
 	// -e: the error log before the config is read (default /var/log/nginx).
-	n.Proc = StartProcess(t, "nginx", opts.Path, "-p", n.Dir, "-c", n.ConfigPath, "-e", n.ErrorLogPath)
+	name := opts.Name
+	if name == "" {
+		name = "nginx"
+	}
+	n.Proc = StartProcess(t, name, opts.Path, "-p", n.Dir, "-c", n.ConfigPath, "-e", n.ErrorLogPath)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("harness: nginx config %s:\n%s", n.ConfigPath, conf.String())
-			t.Logf("harness: nginx error log:\n%s", n.ErrorLog())
+			t.Logf("harness: %s config %s:\n%s", name, n.ConfigPath, conf.String())
+			t.Logf("harness: %s error log:\n%s", name, n.ErrorLog())
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -333,8 +349,8 @@ http {
     ssl_session_cache shared:SSL:1m;
 
     server {
-        listen {{.N.HTTPAddr}} proxy_protocol default_server;
-        listen {{.N.TLSAddr}} ssl proxy_protocol default_server;
+        listen {{.N.HTTPAddr}}{{if .N.ProxyProtocol}} proxy_protocol{{end}} default_server;
+        listen {{.N.TLSAddr}} ssl{{if .N.ProxyProtocol}} proxy_protocol{{end}} default_server;
 {{- if .N.PlainHTTPAddr}}
         # Without proxy_protocol, for benchmarks.
         listen {{.N.PlainHTTPAddr}} default_server;

@@ -70,6 +70,33 @@ func FreeLoopbackIP(t testing.TB) netip.Addr {
 	return netip.Addr{}
 }
 
+// CanListen reports whether a TCP listener can be opened on ip:port now, for
+// tests that prefer a well-known port (80, 443) where they can bind it and
+// fall back to [FreePort] where they cannot.
+func CanListen(ip netip.Addr, port int) bool {
+	l, err := net.Listen("tcp", netip.AddrPortFrom(ip, uint16(port)).String())
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// PortOf returns the port of hostport ("ip:port"), failing t when it has
+// none.
+func PortOf(t testing.TB, hostport string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(hostport)
+	if err == nil {
+		var n int
+		if n, err = strconv.Atoi(p); err == nil {
+			return n
+		}
+	}
+	t.Fatalf("harness: port of %q: %v", hostport, err)
+	return 0
+}
+
 func freePort(host string) (int, error) {
 	for range 50 {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))

@@ -173,6 +173,18 @@ func (p *Process) Ready(ctx context.Context, probe Probe) error {
 	return nil
 }
 
+// RequireReady is [Process.Ready] bounded by timeout that fails the test
+// the child was started for, with the child's output, when probe does not
+// pass. Call it from the test's goroutine.
+func (p *Process) RequireReady(ctx context.Context, timeout time.Duration, probe Probe) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.Ready(ctx, probe); err != nil {
+		p.t.Fatalf("harness: %s is not ready: %v\n%s", p.Name, err, p.tail(logTail))
+	}
+}
+
 // Stop sends SIGTERM to the child's process group, waits up to 5 seconds,
 // then SIGKILLs the group. It is idempotent and returns the child's exit
 // error, which after a signal is usually "signal: terminated".

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"testing"
 	"time"
 
 	"github.com/miekg/dns"
@@ -34,6 +35,43 @@ func Poll(ctx context.Context, probe Probe) error {
 		case <-timer.C:
 		}
 		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// PollEvery runs probe every interval until it returns nil or ctx ends. Use
+// it instead of [Poll] where the moment of success is measured (propagation
+// delays), so that the backoff does not add to it.
+func PollEvery(ctx context.Context, interval time.Duration, probe Probe) error {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		err := probe(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready (%w): last error: %w", context.Cause(ctx), err)
+		case <-ticker.C:
+		}
+	}
+}
+
+// EventuallyInterval is how often [Eventually] checks its condition.
+const EventuallyInterval = 5 * time.Millisecond
+
+// Eventually checks cond every [EventuallyInterval] until it holds, and
+// fails t naming what was awaited once timeout has passed. It is for
+// in-process state (an index, a metric, a log buffer); use [Poll] with a
+// [Probe] for servers.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(EventuallyInterval)
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package images tests the container images that `make images` builds with
-// build/images/imagebuild: their configuration, and that the binary inside
-// each is byte for byte the one in HAIRPIN_BIN and runs.
+// build/images/imagebuild: one OCI image index per image with linux/amd64
+// and linux/arm64, each platform's configuration, and that the binary inside
+// each is byte for byte the static binary built for that platform, an ELF for
+// the right machine, and (on the machine's own architecture) runs.
 package images
 
 import (
@@ -8,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -16,12 +19,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/coredns-hairpin/hairpin/build/images/imagebuild"
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -30,7 +37,7 @@ import (
 // image is one image under test.
 type image struct {
 	spec        func(binDir, version string) imagebuild.Spec
-	binary      string   // name in HAIRPIN_BIN
+	binary      string   // name in HAIRPIN_BIN/linux-ARCH
 	versionArgs []string // prints the version and exits
 	versionRE   *regexp.Regexp
 	ports       []string
@@ -56,43 +63,144 @@ var images = []image{
 	},
 }
 
-// TestImageCarriesTheBuiltBinary builds each image from HAIRPIN_BIN with
-// imagebuild and checks the tarball; it also checks the tarball that
-// `make images` left in HAIRPIN_BIN/images, when there is one newer than
-// the binary.
-func TestImageCarriesTheBuiltBinary(t *testing.T) {
+// elfMachine is the ELF e_machine of each GOARCH the images are built for.
+var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// TestImageIndexHoldsEveryPlatform checks, for each image, the index that
+// imagebuild writes from the per-platform binaries in HAIRPIN_BIN (`make
+// images` cross-compiles them), and the output `make images` left in
+// HAIRPIN_BIN/images when it is newer than the binaries.
+func TestImageIndexHoldsEveryPlatform(t *testing.T) {
+	if want := []string{"amd64", "arm64"}; !slices.Equal(imagebuild.Arches, want) {
+		t.Fatalf("imagebuild.Arches = %v; want %v", imagebuild.Arches, want)
+	}
 	for _, im := range images {
 		t.Run(im.binary, func(t *testing.T) {
-			bin := harness.RequireBinary(t, im.binary)
-			version := binaryVersion(t, bin, im)
+			binDir := filepath.Dir(harness.RequireBinary(t, im.binary))
+			version := ""
+			for _, arch := range imagebuild.Arches {
+				bin := filepath.Join(imagebuild.PlatformDir(binDir, "linux", arch), im.binary)
+				if _, err := os.Stat(bin); err != nil {
+					harness.SkipOrFail(t, "%v; run `make images` to cross-compile the binaries of every platform", err)
+				}
+				if arch == runtime.GOARCH {
+					version = binaryVersion(t, bin, im)
+				}
+			}
+			if version == "" {
+				t.Fatalf("no binary for this machine's architecture %s", runtime.GOARCH)
+			}
+			spec := im.spec(binDir, version)
 
 			t.Run("built by imagebuild", func(t *testing.T) {
-				path, err := imagebuild.Write(im.spec(filepath.Dir(bin), version), t.TempDir())
+				out, err := imagebuild.Write(spec, t.TempDir())
 				if err != nil {
 					t.Fatal(err)
 				}
-				checkImage(t, path, bin, version, im)
+				checkOutput(t, out, spec, version, im)
 			})
 
 			t.Run("built by make images", func(t *testing.T) {
-				// Always a skip, never a failure: `make test` does not build
-				// images, and the subtest above covers the same code.
-				path := filepath.Join(filepath.Dir(bin), "images", im.binary+".tar")
-				tarInfo, err := os.Stat(path)
+				dir := filepath.Join(binDir, "images")
+				out := imagebuild.Output{Layout: filepath.Join(dir, im.binary), DockerTarballs: map[string]string{}}
+				for _, p := range spec.Platforms {
+					out.DockerTarballs[p.String()] = filepath.Join(dir, im.binary+"-"+p.OS+"-"+p.Arch+".tar")
+				}
+				index, err := os.Stat(filepath.Join(out.Layout, "index.json"))
 				if err != nil {
-					t.Skipf("%v; run `make images` to check its output too", err)
+					harness.SkipOrFail(t, "%v; run `make images`", err)
 				}
-				binInfo, err := os.Stat(bin)
-				if err != nil {
-					t.Fatal(err)
+				for _, p := range spec.Platforms {
+					if bi, err := os.Stat(p.Binary); err != nil || index.ModTime().Before(bi.ModTime()) {
+						harness.SkipOrFail(t, "%s is older than %s; run `make images`", out.Layout, p.Binary)
+					}
 				}
-				if tarInfo.ModTime().Before(binInfo.ModTime()) {
-					t.Skipf("%s is older than %s; run `make images` to check its output too", path, bin)
-				}
-				checkImage(t, path, bin, version, im)
+				checkOutput(t, out, spec, version, im)
 			})
 		})
 	}
+}
+
+// checkOutput checks an image's OCI layout and docker tarballs.
+func checkOutput(t *testing.T, out imagebuild.Output, spec imagebuild.Spec, version string, im image) {
+	t.Helper()
+	lp, err := layout.FromPath(out.Layout)
+	if err != nil {
+		t.Fatalf("OCI layout %s: %v", out.Layout, err)
+	}
+	top, err := lp.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topManifest, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTag := spec.Tag()[strings.LastIndex(spec.Tag(), ":")+1:]
+	if len(topManifest.Manifests) != 1 || topManifest.Manifests[0].Annotations[imagebuild.RefNameAnnotation] != wantTag ||
+		topManifest.Manifests[0].MediaType != types.OCIImageIndex {
+		t.Fatalf("index.json of %s: %+v; want one image index named %s", out.Layout, topManifest.Manifests, wantTag)
+	}
+	idx, err := top.ImageIndex(topManifest.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for _, desc := range manifest.Manifests {
+		if desc.Platform == nil {
+			t.Errorf("manifest %s has no platform", desc.Digest)
+			continue
+		}
+		p := desc.Platform.OS + "/" + desc.Platform.Architecture
+		platforms = append(platforms, p)
+		if desc.MediaType != types.OCIManifestSchema1 {
+			t.Errorf("%s: manifest media type %s; want %s", p, desc.MediaType, types.OCIManifestSchema1)
+		}
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(p, func(t *testing.T) {
+			checkImage(t, img, platformOf(t, spec, p), version, im)
+		})
+	}
+	if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+		t.Errorf("index platforms %v; want %v", platforms, want)
+	}
+
+	for _, p := range spec.Platforms {
+		path := out.DockerTarballs[p.String()]
+		t.Run("docker tarball "+p.String(), func(t *testing.T) {
+			m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
+			if err != nil {
+				t.Fatalf("docker-load manifest of %s: %v", path, err)
+			}
+			if len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{spec.Tag()}) {
+				t.Fatalf("manifest.json of %s: %+v; want one image tagged %s", path, m, spec.Tag())
+			}
+			img, err := tarball.ImageFromPath(path, nil)
+			if err != nil {
+				t.Fatalf("load %s: %v", path, err)
+			}
+			checkImage(t, img, p, version, im)
+		})
+	}
+}
+
+// platformOf returns the Platform "OS/ARCH" of spec.
+func platformOf(t *testing.T, spec imagebuild.Spec, p string) imagebuild.Platform {
+	t.Helper()
+	for _, sp := range spec.Platforms {
+		if sp.String() == p {
+			return sp
+		}
+	}
+	t.Fatalf("the index has %s, which the spec does not build", p)
+	return imagebuild.Platform{}
 }
 
 // binaryVersion runs bin's version flag and returns the version it prints.
@@ -111,32 +219,19 @@ func binaryVersion(t *testing.T, bin string, im image) string {
 	return m[1]
 }
 
-// checkImage checks the tarball at path against the binary bin.
-func checkImage(t *testing.T, path, bin, version string, im image) {
+// checkImage checks one platform's image against the binary built for it.
+func checkImage(t *testing.T, img v1.Image, p imagebuild.Platform, version string, im image) {
 	t.Helper()
-	spec := im.spec(filepath.Dir(bin), version)
-
-	manifest, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(path) })
-	if err != nil {
-		t.Fatalf("docker-load manifest of %s: %v", path, err)
-	}
-	if len(manifest) != 1 || !slices.Equal(manifest[0].RepoTags, []string{spec.Tag()}) {
-		t.Fatalf("manifest.json of %s: %+v; want one image tagged %s", path, manifest, spec.Tag())
-	}
-	img, err := tarball.ImageFromPath(path, nil)
-	if err != nil {
-		t.Fatalf("load %s: %v", path, err)
-	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		t.Fatalf("config of %s: %v", path, err)
+		t.Fatalf("config: %v", err)
 	}
 	c := cf.Config
 	checks := []struct {
 		what      string
 		got, want any
 	}{
-		{"os/architecture", cf.OS + "/" + cf.Architecture, "linux/amd64"},
+		{"os/architecture", cf.OS + "/" + cf.Architecture, p.String()},
 		{"User", c.User, "65532:65532"},
 		{"Entrypoint", c.Entrypoint, []string{"/" + im.binary}},
 		{"Cmd", c.Cmd, []string(nil)},
@@ -174,21 +269,46 @@ func checkImage(t *testing.T, path, bin, version string, im image) {
 	case !im.capability && hasCap:
 		t.Errorf("layer file has a capability (%x); want none", capability)
 	}
-	want, err := os.ReadFile(bin)
+	checkELF(t, content, p.Arch)
+	want, err := os.ReadFile(p.Binary)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := sha(content), sha(want); got != want {
-		t.Fatalf("binary in the image has sha256 %s; %s has %s", got, bin, want)
+		t.Fatalf("binary in the image has sha256 %s; %s has %s", got, p.Binary, want)
 	}
 
-	// The binary out of the image runs and prints the same version.
+	if p.Arch != runtime.GOARCH {
+		return
+	}
+	// The binary out of the image runs here and prints the same version.
 	extracted := filepath.Join(t.TempDir(), im.binary)
 	if err := os.WriteFile(extracted, content, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if got := binaryVersion(t, extracted, im); got != version {
 		t.Errorf("binary from the image prints version %q; want %q", got, version)
+	}
+}
+
+// checkELF checks that b is a static linux ELF executable for goarch.
+func checkELF(t *testing.T, b []byte, goarch string) {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("binary is not an ELF file: %v", err)
+	}
+	defer f.Close()
+	if want := elfMachine[goarch]; f.Machine != want {
+		t.Errorf("ELF machine %v; want %v for %s", f.Machine, want, goarch)
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		t.Errorf("ELF type %v; want an executable", f.Type)
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			t.Errorf("binary has an ELF interpreter: it is not static, and the scratch image has no libc")
+		}
 	}
 }
 

@@ -4,111 +4,42 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// serviceCIDR is the apiserver's Service range in this test: a realistic
-// one, so that kube-dns's clusterIP placeholder (10.96.0.10) is valid.
+// serviceCIDR is the apiserver's Service range in these tests: a realistic
+// one, so that tenant mode's kube-dns clusterIP (10.96.0.10) is valid.
 const serviceCIDR = "10.96.0.0/12"
 
-// coreDNSUser is the identity our CoreDNS runs as against the test
-// apiserver: RBAC matches ServiceAccount subjects by user name, so a client
-// certificate with this name gets exactly what kube-system/coredns is bound to.
-const coreDNSUser = "system:serviceaccount:kube-system:coredns"
-
-// kubeadmCoreDNS is what kubeadm leaves behind before our manifests are
-// applied: CoreDNS's own account, role, Deployment and Corefile. The
-// cluster overlays patch and extend it.
-const kubeadmCoreDNS = `
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: coredns, namespace: kube-system}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:coredns"}
-rules:
-- apiGroups: [""]
-  resources: [endpoints, services, pods, namespaces]
-  verbs: [list, watch]
-- apiGroups: [discovery.k8s.io]
-  resources: [endpointslices]
-  verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:coredns"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:coredns"}
-subjects:
-- {kind: ServiceAccount, name: coredns, namespace: kube-system}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: coredns, namespace: kube-system}
-data:
-  Corefile: |
-    .:53 {
-        errors
-        kubernetes cluster.local in-addr.arpa ip6.arpa
-        forward . /etc/resolv.conf
-    }
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: coredns, namespace: kube-system, labels: {k8s-app: kube-dns}}
-spec:
-  replicas: 2
-  selector: {matchLabels: {k8s-app: kube-dns}}
-  template:
-    metadata: {labels: {k8s-app: kube-dns}}
-    spec:
-      serviceAccountName: coredns
-      containers:
-      - name: coredns
-        image: registry.k8s.io/coredns/coredns:v1.12.0
-        args: [-conf, /etc/coredns/Corefile]
-        securityContext:
-          allowPrivilegeEscalation: false
-          capabilities: {add: [NET_BIND_SERVICE], drop: [ALL]}
-          readOnlyRootFilesystem: true
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: ingress-nginx}
-`
-
-// hostObjects are what the served Corefiles are asked about: an Ingress
-// host, and a Gateway listener hostname of the class the gateway overlay
-// names.
-const hostObjects = `
-apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {name: app, namespace: default}
-spec:
-  rules:
-  - host: app.example.com
-    http:
-      paths:
-      - {path: /, pathType: Prefix, backend: {service: {name: app, port: {number: 80}}}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: default}
-spec:
-  gatewayClassName: nginx
-  listeners:
-  - {name: http, port: 80, protocol: HTTP, hostname: gw.example.com}
-`
+// newControlPlane starts a real kube-apiserver with the Gateway API CRDs
+// (standard channel) and prometheus-operator's ServiceMonitor and
+// PrometheusRule CRDs, so that every object the chart can render is known.
+func newControlPlane(t *testing.T) *harness.ControlPlane {
+	t.Helper()
+	return harness.NewControlPlane(t, harness.ControlPlaneOptions{
+		GatewayAPI:     harness.GatewayStandard,
+		CRDDirs:        []string{filepath.Join(repoDir(t), "test", "manifests", "testdata", "crds")},
+		APIServerFlags: map[string][]string{"service-cluster-ip-range": {serviceCIDR}},
+	})
+}
 
 // cli runs kubectl against a control plane.
 type cli struct {
@@ -133,214 +64,195 @@ func (k cli) run(stdin []byte, args ...string) (string, string) {
 	return stdout.String(), stderr.String()
 }
 
-// namespaces returns the Namespace objects of objs as YAML.
-func namespaces(t *testing.T, objs []apiruntime.Object) []byte {
-	t.Helper()
-	var out []byte
-	for _, ns := range all[*corev1.Namespace](objs) {
-		ns.APIVersion, ns.Kind = "v1", "Namespace"
-		b, err := yaml.Marshal(ns)
+// TestEveryRenderPassesServerSideDryRun sends every object of every render
+// to a real kube-apiserver with `kubectl apply --server-side
+// --dry-run=server`: its schema validation, defaulting and admission
+// (Pod Security included, with the release namespace labelled as the chart
+// labels it) accept them all.
+func TestEveryRenderPassesServerSideDryRun(t *testing.T) {
+	renders := renderAll(t)
+	cp := newControlPlane(t)
+	k := cli{t: t, kubectl: kubectl(t), kubeconfig: cp.Kubeconfig}
+	// The namespace the objects go to, with the Pod Security labels the
+	// rendered Namespace carries, so that admission warns as it would.
+	k.run([]byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+releaseNamespace+`","labels":{`+
+		`"pod-security.kubernetes.io/enforce":"restricted","pod-security.kubernetes.io/warn":"restricted"}}}`), "apply", "-f", "-")
+	for _, r := range renders {
+		t.Run(r.name, func(t *testing.T) {
+			k := cli{t: t, kubectl: k.kubectl, kubeconfig: k.kubeconfig}
+			_, stderr := k.run(r.yaml, "apply", "--server-side", "--dry-run=server", "--field-manager=coredns-hairpin", "-f", "-")
+			if strings.Contains(stderr, "PodSecurity") || strings.Contains(stderr, "Warning") {
+				t.Errorf("the apiserver warns:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestHelmInstallPutsObjectsInPlace installs the chart with real helm into
+// a real apiserver (defaults with zones, then upgraded to the gateway-api
+// example with monitoring), checks that every rendered object exists as
+// rendered, and that `helm uninstall` removes every one of them.
+func TestHelmInstallPutsObjectsInPlace(t *testing.T) {
+	cp := newControlPlane(t)
+	h := harness.RequireHelm(t).WithKubeconfig(cp.Kubeconfig)
+	dyn := newDynamic(t, cp)
+
+	install := valuesCase{name: "defaults", set: []string{defaultZones}}
+	upgrade := valuesCase{name: "gateway-api with monitoring",
+		values: []string{filepath.Join(chartDir(t), "examples", "gateway-api.yaml")},
+		set:    []string{`serviceMonitor.enabled=true`, `prometheusRule.enabled=true`}}
+
+	var previous []apiruntime.Object
+	for i, c := range []valuesCase{install, upgrade} {
+		verb := []string{"install", "--create-namespace"}
+		if i > 0 {
+			verb = []string{"upgrade"}
+		}
+		h.MustRun(t, append(append(verb, releaseName, chartDir(t), "--namespace", releaseNamespace), c.args()...)...)
+		y, err := helmTemplate(t, h, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(append(out, "---\n"...), b...)
-	}
-	return out
-}
-
-// TestManifestsOnAPIServer runs against one real kube-apiserver (with the
-// Gateway API CRDs) that starts out like a kubeadm cluster. For each
-// rendered kustomization, in order:
-//
-//  1. its Namespaces are created, and the apiserver accepts every object
-//     with `kubectl apply --dry-run=server` (no Pod Security warnings);
-//  2. it is applied for real, and every Corefile it carries runs in our
-//     CoreDNS as kube-system/coredns with exactly the RBAC granted by then,
-//     becomes ready (kubernetes and hairpin synced), resolves the
-//     kubernetes Service, and answers the Ingress host with the proxy's
-//     ClusterIP (the Gateway hostname only with the gateway overlay).
-//
-// The tenant renders run last, after kubeadm's own CoreDNS binding is
-// deleted, so that their ClusterRole alone has to suffice.
-func TestManifestsOnAPIServer(t *testing.T) {
-	renders := renderAll(t)
-	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{
-		GatewayAPI:     harness.GatewayStandard,
-		APIServerFlags: map[string][]string{"service-cluster-ip-range": {serviceCIDR}},
-	})
-	k := cli{t: t, kubectl: kubectl(t), kubeconfig: cp.Kubeconfig}
-	// Created, not applied, as kubeadm does: no last-applied annotation.
-	k.run([]byte(kubeadmCoreDNS), "create", "-f", "-")
-	k.run([]byte(hostObjects), "create", "-f", "-")
-	kcCoreDNS, _, err := cp.UserKubeconfig(coreDNSUser, "system:serviceaccounts", "system:serviceaccounts:kube-system")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kcNobody, _, err := cp.UserKubeconfig("nobody")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	order := func(r rendered) int {
-		if strings.Contains(r.dir, "tenant") {
-			return 1
+		objs, err := decode(y)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return 0
-	}
-	kubeadmBindingDeleted := false
-	for _, phase := range []int{0, 1} {
-		for _, r := range renders {
-			if order(r) != phase {
+		for _, o := range objs {
+			got := dyn.get(t, o)
+			if got == nil {
+				t.Errorf("%s: after helm %s, %s is missing", c.name, verb[0], kindOf(o))
 				continue
 			}
-			if phase == 1 && !kubeadmBindingDeleted {
-				k.run(nil, "delete", "clusterrolebinding", "system:coredns")
-				kubeadmBindingDeleted = true
+			if owner := got.GetAnnotations()["meta.helm.sh/release-name"]; owner != releaseName {
+				t.Errorf("%s: %s is not owned by the release (meta.helm.sh/release-name %q)", c.name, kindOf(o), owner)
 			}
-			t.Run(r.dir, func(t *testing.T) {
-				k := cli{t: t, kubectl: k.kubectl, kubeconfig: k.kubeconfig}
-				if len(r.objs) == 0 {
-					t.Log("renders no objects (a component); nothing to apply")
-					return
-				}
-				if ns := namespaces(t, r.objs); len(ns) > 0 {
-					k.run(ns, "apply", "-f", "-")
-				}
-				// Server-side apply, as docs/install.md says: it merges the
-				// image patch into kube-system/coredns without touching
-				// fields that other managers own.
-				_, stderr := k.run(r.yaml, append(serverSideApply, "--dry-run=server")...)
-				if strings.Contains(stderr, "PodSecurity") {
-					t.Errorf("Pod Security warnings:\n%s", stderr)
-				}
-				k.run(r.yaml, serverSideApply...)
-				checkCoreDNSDeploymentIntact(t, cp, r)
-				serveRenderedCorefiles(t, cp, r, kcCoreDNS)
-			})
+			checkSpecApplied(t, o, got)
 		}
+		// An upgrade removes what the new values no longer render.
+		for _, o := range previous {
+			if !containsObject(objs, o) && dyn.get(t, o) != nil {
+				t.Errorf("%s: %s survived the upgrade that no longer renders it", c.name, kindOf(o))
+			}
+		}
+		previous = objs
 	}
 
-	// The checks above must be able to fail: a malformed Corefile, and a
-	// CoreDNS without RBAC, are caught.
-	t.Run("checker catches broken setups", func(t *testing.T) {
-		good := findCorefile(t, renders, "overlays/cluster")
-		tests := []struct {
-			name       string
-			corefile   string
-			kubeconfig string
-		}{
-			{"unknown hairpin option", strings.Replace(good, "proxy hairpin-system/hairpin-proxy", "proxyy hairpin-system/hairpin-proxy", 1), kcCoreDNS},
-			{"unbalanced brace", strings.Replace(good, "loadbalance\n}", "loadbalance\n", 1), kcCoreDNS},
-			{"no RBAC", good, kcNobody},
+	h.MustRun(t, "uninstall", releaseName, "--namespace", releaseNamespace, "--wait", "--timeout", "60s")
+	for _, o := range previous {
+		if dyn.get(t, o) != nil {
+			t.Errorf("after helm uninstall, %s is still there", kindOf(o))
 		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				c, err := serveCorefile(t, tt.corefile, nil, tt.kubeconfig, 8*time.Second)
-				if err == nil {
-					c.proc.Stop()
-					t.Fatal("a broken setup served and became ready")
-				}
-				t.Logf("caught as expected: %.300s", err)
-			})
-		}
-	})
-}
-
-// serverSideApply is the kubectl command line that applies manifests.
-var serverSideApply = []string{"apply", "--server-side", "--force-conflicts", "--field-manager=coredns-hairpin", "-f", "-"}
-
-// checkCoreDNSDeploymentIntact checks that, after r was applied, the
-// kube-system/coredns Deployment runs our image and kept everything else
-// (its selector and the container's args and capabilities).
-func checkCoreDNSDeploymentIntact(t *testing.T, cp *harness.ControlPlane, r rendered) {
-	t.Helper()
-	want := find[*appsv1.Deployment](r.objs, "coredns")
-	if want == nil {
-		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, err := cp.Clientset.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	svcs, err := cp.Clientset.CoreV1().Services(releaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: targetLabel})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := got.Spec.Template.Spec.Containers
-	if got.Spec.Selector == nil || len(c) != 1 || len(c[0].Args) == 0 || c[0].SecurityContext == nil ||
-		c[0].Image != want.Spec.Template.Spec.Containers[0].Image {
-		t.Errorf("kube-system/coredns after apply: selector %v, containers %+v; want our image %s and the rest kept",
-			got.Spec.Selector, c, want.Spec.Template.Spec.Containers[0].Image)
+	if len(svcs.Items) > 0 {
+		t.Errorf("after helm uninstall, target Services remain: %v", svcs.Items)
 	}
 }
 
-// findCorefile returns the Corefile rendered by dir.
-func findCorefile(t *testing.T, renders []rendered, dir string) string {
+// checkSpecApplied compares the rendered object's top-level data with what
+// the apiserver stored, for the kinds where the chart sets it verbatim
+// (labels and annotations of every object; the target annotations matter
+// most).
+func checkSpecApplied(t *testing.T, want apiruntime.Object, got *unstructured.Unstructured) {
 	t.Helper()
-	for _, r := range renders {
-		if r.dir == dir {
-			if cm := find[*corev1.ConfigMap](r.objs, "coredns"); cm != nil {
-				return cm.Data["Corefile"]
-			}
+	m, _ := meta.Accessor(want)
+	for k, v := range m.GetLabels() {
+		if got.GetLabels()[k] != v {
+			t.Errorf("%s: label %s=%q; rendered %q", kindOf(want), k, got.GetLabels()[k], v)
 		}
 	}
-	t.Fatalf("%s renders no coredns ConfigMap", dir)
-	return ""
-}
-
-// serveRenderedCorefiles runs every Corefile of r in our CoreDNS and checks
-// its answers.
-func serveRenderedCorefiles(t *testing.T, cp *harness.ControlPlane, r rendered, kubeconfig string) {
-	t.Helper()
-	for _, cm := range all[*corev1.ConfigMap](r.objs) {
-		corefile, ok := cm.Data["Corefile"]
-		if !ok {
-			continue
+	for k, v := range m.GetAnnotations() {
+		if got.GetAnnotations()[k] != v {
+			t.Errorf("%s: annotation %s=%q; rendered %q", kindOf(want), k, got.GetAnnotations()[k], v)
 		}
-		var env []corev1.EnvVar
-		if d := find[*appsv1.Deployment](r.objs, "coredns"); d != nil && len(d.Spec.Template.Spec.Containers) > 0 {
-			env = d.Spec.Template.Spec.Containers[0].Env
+	}
+	if svc, ok := want.(*corev1.Service); ok {
+		ports, _, _ := unstructured.NestedSlice(got.Object, "spec", "ports")
+		if len(ports) != len(svc.Spec.Ports) {
+			t.Errorf("%s: %d ports stored; rendered %d", kindOf(want), len(ports), len(svc.Spec.Ports))
 		}
-		var environ []string
-		for _, e := range env {
-			environ = append(environ, e.Name+"="+e.Value)
-		}
-		c, err := serveCorefile(t, corefile, environ, kubeconfig, 30*time.Second)
-		if err != nil {
-			t.Fatalf("ConfigMap %s/%s: %v", cm.Namespace, cm.Name, err)
-		}
-		checkAnswers(t, cp, r, c, corefileDomain(corefile, env), strings.Contains(corefile, "gateway_class nginx"))
-		c.proc.Stop()
 	}
 }
 
-// checkAnswers queries a served Corefile: the kubernetes Service through
-// the kubernetes plugin, and the Ingress and Gateway hosts through hairpin.
-func checkAnswers(t *testing.T, cp *harness.ControlPlane, r rendered, c *coreDNS, domain string, gateway bool) {
-	t.Helper()
-	{
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		kube, err := cp.Clientset.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
+func containsObject(objs []apiruntime.Object, o apiruntime.Object) bool {
+	for _, x := range objs {
+		if kindOf(x) == kindOf(o) {
+			return true
 		}
-		c.expect(t, dnsExpectation{name: "kubernetes.default.svc." + domain, a: kube.Spec.ClusterIP})
-
-		// Hairpin answers need the proxy Service, so only renders that
-		// include the proxy are asked.
-		if find[*corev1.Service](r.objs, "hairpin-proxy") == nil {
-			return
-		}
-		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-		proxy, err := cp.Clientset.CoreV1().Services("hairpin-system").Get(ctx, "hairpin-proxy", metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.expect(t, dnsExpectation{name: "app.example.com", a: proxy.Spec.ClusterIP})
-		gw := dnsExpectation{name: "gw.example.com"}
-		if gateway {
-			gw.a = proxy.Spec.ClusterIP
-		}
-		c.expect(t, gw)
 	}
+	return false
+}
+
+// dynamicClient reads any rendered object back from the apiserver.
+type dynamicClient struct {
+	client dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+func newDynamic(t *testing.T, cp *harness.ControlPlane) *dynamicClient {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &dynamicClient{client: client, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}
+}
+
+// get returns the stored object o names, or nil when it does not exist.
+func (d *dynamicClient) get(t *testing.T, o apiruntime.Object) *unstructured.Unstructured {
+	t.Helper()
+	u := toUnstructured(t, o)
+	gvk := u.GroupVersionKind()
+	mapping, err := d.mapper.RESTMapping(schema.GroupKind{Group: gvk.Group, Kind: gvk.Kind}, gvk.Version)
+	if err != nil {
+		t.Fatalf("%s: %v", kindOf(o), err)
+	}
+	ri := d.client.Resource(mapping.Resource)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got *unstructured.Unstructured
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		got, err = ri.Namespace(u.GetNamespace()).Get(ctx, u.GetName(), metav1.GetOptions{})
+	} else {
+		got, err = ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get %s: %v", kindOf(o), err)
+	}
+	if got.GetDeletionTimestamp() != nil {
+		return nil // being deleted (a Namespace finalizing)
+	}
+	return got
+}
+
+// toUnstructured converts a decoded object, keeping its apiVersion and kind.
+func toUnstructured(t *testing.T, o apiruntime.Object) *unstructured.Unstructured {
+	t.Helper()
+	if u, ok := o.(*unstructured.Unstructured); ok {
+		return u
+	}
+	b, err := yaml.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(b, &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	if u.GetKind() == "" {
+		t.Fatalf("%s: decoded without apiVersion/kind", kindOf(o))
+	}
+	return u
 }

@@ -20,7 +20,8 @@ import (
 
 // localPorts are the loopback ports a Corefile under test is moved to.
 type localPorts struct {
-	dns, health, ready, metrics, upstream int
+	dns, health, ready, metrics int
+	upstream                    string // "127.0.0.1:port" of the forward upstream
 }
 
 // corefileEdit is one rewrite that makes an in-cluster Corefile runnable on
@@ -41,10 +42,9 @@ var corefileEdits = []corefileEdit{
 		func(p localPorts, _ string) string { return fmt.Sprintf("${1}ready 127.0.0.1:%d", p.ready) }},
 	{"prometheus", false, regexp.MustCompile(`(?m)^(\s*)prometheus(?:[ \t]+\S*:\d+)?[ \t]*$`),
 		func(p localPorts, _ string) string { return fmt.Sprintf("${1}prometheus 127.0.0.1:%d", p.metrics) }},
-	// Nothing leaves the machine: the upstream is a loopback port where
-	// nobody listens.
+	// Nothing leaves the machine: the upstream is a loopback address.
 	{"forward to resolv.conf", false, regexp.MustCompile(`(?m)^(\s*forward\s+\S+\s+)/etc/resolv\.conf`),
-		func(p localPorts, _ string) string { return fmt.Sprintf("${1}127.0.0.1:%d", p.upstream) }},
+		func(p localPorts, _ string) string { return "${1}" + p.upstream }},
 	// A stanza without a block gets an empty one, for the edits below.
 	{"kubernetes without a block", true, regexp.MustCompile(`(?m)^(\s*)(kubernetes\b(?:[^{}\n]|\{\$[^}\n]*\})*?)[ \t]*$`),
 		func(localPorts, string) string { return "${1}${2} {\n${1}}" }},
@@ -91,20 +91,25 @@ type coreDNS struct {
 }
 
 // serveCorefile starts bin/coredns on the local rewrite of corefile with
-// the environment env (e.g. CLUSTER_DOMAIN for {$CLUSTER_DOMAIN}), and
+// the environment env (e.g. CLUSTER_DOMAIN for {$CLUSTER_DOMAIN}), its
+// forward upstream at upstream ("127.0.0.1:port"; "" for a loopback port
+// where nobody listens), and
 // waits until it answers DNS and its ready plugin reports every plugin
 // ready (kubernetes and hairpin have synced, which needs their RBAC). It
 // returns an error, not a test failure, so that callers can also assert
 // that a bad Corefile or missing RBAC is caught.
-func serveCorefile(t *testing.T, corefile string, env []string, kubeconfig string, timeout time.Duration) (*coreDNS, error) {
+func serveCorefile(t *testing.T, corefile string, env []string, kubeconfig, upstream string, timeout time.Duration) (*coreDNS, error) {
 	t.Helper()
 	bin := harness.RequireBinary(t, "coredns")
+	if upstream == "" {
+		upstream = harness.FreeAddr(t, "127.0.0.1")
+	}
 	p := localPorts{
 		dns:      harness.FreePort(t, "127.0.0.1"),
 		health:   harness.FreePort(t, "127.0.0.1"),
 		ready:    harness.FreePort(t, "127.0.0.1"),
 		metrics:  harness.FreePort(t, "127.0.0.1"),
-		upstream: harness.FreePort(t, "127.0.0.1"),
+		upstream: upstream,
 	}
 	local, err := localCorefile(corefile, p, kubeconfig)
 	if err != nil {
@@ -142,13 +147,7 @@ func (c *coreDNS) expect(t *testing.T, want dnsExpectation) {
 		t.Errorf("%v", err)
 		return
 	}
-	var as []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			as = append(as, a.A.String())
-		}
-	}
-	got := strings.Join(as, ",")
+	got := strings.Join(aRecords(r), ",")
 	if want.a != "" && (r.Rcode != want.rcode || got != want.a) {
 		t.Errorf("A %s: %s %q; want %s %q", want.name, dns.RcodeToString[r.Rcode], got, dns.RcodeToString[want.rcode], want.a)
 	}
@@ -157,28 +156,21 @@ func (c *coreDNS) expect(t *testing.T, want dnsExpectation) {
 	}
 }
 
+// aRecords is harness.ARecords as strings, the form of this package's
+// expectations.
+func aRecords(r *dns.Msg) []string {
+	var as []string
+	for _, a := range harness.ARecords(r) {
+		as = append(as, a.String())
+	}
+	return as
+}
+
 // TestLocalCorefileRewritesEveryListener is a table test of the rewrite,
 // without a control plane.
 func TestLocalCorefileRewritesEveryListener(t *testing.T) {
-	p := localPorts{dns: 1053, health: 1080, ready: 1081, metrics: 1090, upstream: 1099}
-	stock := `.:53 {
-    errors
-    health {
-        lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        pods insecure
-    }
-    hairpin example.com {
-        proxy hairpin-system/hairpin-proxy
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-        max_concurrent 1000
-    }
-}
-`
+	p := localPorts{dns: 1053, health: 1080, ready: 1081, metrics: 1090, upstream: "127.0.0.1:1099"}
+	stock := kubeadmCorefile
 	tests := []struct {
 		name     string
 		corefile string
@@ -188,17 +180,17 @@ func TestLocalCorefileRewritesEveryListener(t *testing.T) {
 		{name: "stock Corefile is moved to loopback", corefile: stock, want: []string{
 			".:1053 {\n    bind 127.0.0.1\n", "health 127.0.0.1:1080 {", "ready 127.0.0.1:1081\n",
 			"prometheus 127.0.0.1:1090\n", "forward . 127.0.0.1:1099 {",
-			"ip6.arpa {\n        kubeconfig /kc\n", "hairpin example.com {\n        kubeconfig /kc\n        startup_timeout 2s\n",
+			"ip6.arpa {\n        kubeconfig /kc\n", "hairpin {\n        kubeconfig /kc\n        startup_timeout 2s\n        targets hairpin-system\n",
 		}},
 		{name: "stanzas without a block get one", corefile: strings.NewReplacer(
-			"hairpin example.com {\n        proxy hairpin-system/hairpin-proxy\n    }", "hairpin example.com",
-			"ip6.arpa {\n        pods insecure\n    }", "ip6.arpa").Replace(stock), want: []string{
+			"hairpin {\n        targets hairpin-system\n    }", "hairpin example.com",
+			"ip6.arpa {\n        pods insecure\n        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n    }", "ip6.arpa").Replace(stock), want: []string{
 			"ip6.arpa {\n        kubeconfig /kc\n    }\n", "hairpin example.com {\n        kubeconfig /kc\n        startup_timeout 2s\n    }\n",
 		}},
 		{name: "environment placeholders stay", corefile: strings.Replace(stock, "kubernetes cluster.local", "kubernetes {$CLUSTER_DOMAIN}", 1), want: []string{
 			"kubernetes {$CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {\n        kubeconfig /kc\n",
 		}},
-		{name: "Corefile without hairpin is refused", corefile: strings.Replace(stock, "hairpin example.com {\n        proxy hairpin-system/hairpin-proxy\n    }\n", "", 1), wantErr: "no hairpin stanza"},
+		{name: "Corefile without hairpin is refused", corefile: strings.Replace(stock, "    hairpin {\n        targets hairpin-system\n    }\n", "", 1), wantErr: "no hairpin stanza"},
 		{name: "server block not on 53 is refused", corefile: strings.Replace(stock, ".:53", ".:5353", 1), wantErr: "no server block on :53"},
 	}
 	for _, tt := range tests {

@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // CapabilityXattr is the PAX record that carries a file capability in a
@@ -40,13 +39,13 @@ func NetBindServiceCapability() []byte {
 	return b
 }
 
-// Layer returns the image's only layer: the binary at s.Path, mode 0755,
-// owned by UID:GID, with a fixed modification time so that the same binary
-// always gives the same layer digest.
-func Layer(s Spec) (v1.Layer, error) {
-	bin, err := os.ReadFile(s.Binary)
+// Layer returns the only layer of the image of s for p: p's binary at
+// s.Path, mode 0755, owned by UID:GID, with a fixed modification time so
+// that the same binary always gives the same layer digest.
+func Layer(s Spec, p Platform) (v1.Layer, error) {
+	bin, err := os.ReadFile(p.Binary)
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: %w", s.Name, p, err)
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -64,19 +63,19 @@ func Layer(s Spec) (v1.Layer, error) {
 		hdr.PAXRecords = map[string]string{CapabilityXattr: string(NetBindServiceCapability())}
 	}
 	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("image %s: layer header: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: layer header: %w", s.Name, p, err)
 	}
 	if _, err := tw.Write(bin); err != nil {
-		return nil, fmt.Errorf("image %s: layer: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: layer: %w", s.Name, p, err)
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("image %s: layer: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: layer: %w", s.Name, p, err)
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return nil, fmt.Errorf("image %s: layer: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: layer: %w", s.Name, p, err)
 	}
 	return layer, nil
 }
@@ -96,55 +95,51 @@ func Config(s Spec) v1.Config {
 	}
 }
 
-// Image builds the linux/amd64 image of s on an empty base.
-func Image(s Spec) (v1.Image, error) {
-	base, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
-		Architecture: "amd64",
-		OS:           "linux",
+// Image builds the OCI image of s for platform p on an empty base.
+func Image(s Spec, p Platform) (v1.Image, error) {
+	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	base, err := mutate.ConfigFile(base, &v1.ConfigFile{
+		Architecture: p.Arch,
+		OS:           p.OS,
 		Config:       Config(s),
 		RootFS:       v1.RootFS{Type: "layers"},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("image %s: config: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: config: %w", s.Name, p, err)
 	}
-	layer, err := Layer(s)
+	layer, err := Layer(s, p)
 	if err != nil {
 		return nil, err
 	}
 	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:   layer,
-		History: v1.History{CreatedBy: "imagebuild: " + s.Path, Comment: "coredns-hairpin " + s.Version},
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History:   v1.History{CreatedBy: "imagebuild: " + s.Path, Comment: "coredns-hairpin " + s.Version},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", s.Name, err)
+		return nil, fmt.Errorf("image %s %s: %w", s.Name, p, err)
 	}
 	return img, nil
 }
 
-// Write builds the image of s and writes it to dir/NAME.tar as a tarball
-// that `docker load` accepts, tagged s.Tag(). It returns the file's path.
-func Write(s Spec, dir string) (string, error) {
-	img, err := Image(s)
-	if err != nil {
-		return "", err
+// Index builds the OCI image index of s: one image per platform of
+// s.Platforms, each described with its platform, so that a runtime pulls
+// the one of its node.
+func Index(s Spec) (v1.ImageIndex, error) {
+	if len(s.Platforms) == 0 {
+		return nil, fmt.Errorf("image %s: no platforms", s.Name)
 	}
-	tag, err := name.NewTag(s.Tag(), name.StrictValidation)
-	if err != nil {
-		return "", fmt.Errorf("image %s: tag: %w", s.Name, err)
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range s.Platforms {
+		img, err := Image(s, p)
+		if err != nil {
+			return nil, err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
+			Add:        img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: p.OS, Architecture: p.Arch}},
+		})
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("image %s: %w", s.Name, err)
-	}
-	path := filepath.Join(dir, s.Name+".tar")
-	// Write next to the target and rename, so that a reader never sees a
-	// half-written tarball.
-	tmp := path + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("image %s: write %s: %w", s.Name, path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("image %s: %w", s.Name, err)
-	}
-	return path, nil
+	return idx, nil
 }

@@ -24,13 +24,45 @@ const Source = "https://github.com/coredns-hairpin/hairpin"
 // Licenses is the org.opencontainers.image.licenses label of every image.
 const Licenses = "Apache-2.0"
 
+// Platform is one OS/architecture an image is built for, with the static
+// binary built for it.
+type Platform struct {
+	// OS and Arch are GOOS and GOARCH, which are also the OCI platform's
+	// os and architecture ("linux", "amd64" or "arm64").
+	OS, Arch string
+	// Binary is the path of the static binary on disk.
+	Binary string
+}
+
+// String returns "OS/ARCH".
+func (p Platform) String() string { return p.OS + "/" + p.Arch }
+
+// Arches are the architectures every image is built for, on linux.
+var Arches = []string{"amd64", "arm64"}
+
+// PlatformDir returns where `make images` puts the binaries of GOOS/GOARCH
+// under binDir: binDir/OS-ARCH.
+func PlatformDir(binDir, goos, goarch string) string {
+	return filepath.Join(binDir, goos+"-"+goarch)
+}
+
+// platforms returns the linux platforms of Arches, each with the binary
+// name under its PlatformDir.
+func platforms(binDir, name string) []Platform {
+	var ps []Platform
+	for _, arch := range Arches {
+		ps = append(ps, Platform{OS: "linux", Arch: arch, Binary: filepath.Join(PlatformDir(binDir, "linux", arch), name)})
+	}
+	return ps
+}
+
 // Spec describes one image: which binary goes where, and its configuration.
 type Spec struct {
 	// Name is the image's short name ("coredns"), its repository's last
-	// element and the tarball's base name.
+	// element and the base name of the files Write writes.
 	Name string
-	// Binary is the path of the static binary on disk.
-	Binary string
+	// Platforms are the platforms of the image index, in order.
+	Platforms []Platform
 	// Path is where the binary lands in the image, and the entrypoint.
 	Path string
 	// Description is the org.opencontainers.image.description label.
@@ -47,12 +79,13 @@ type Spec struct {
 	Repository string
 }
 
-// CoreDNS returns the Spec of the coredns image for the binary in binDir.
+// CoreDNS returns the Spec of the coredns image for the binaries under
+// binDir (binDir/linux-ARCH/coredns).
 // Its ports are DNS (53), prometheus (9153), health (8080) and ready (8181).
 func CoreDNS(binDir, version string) Spec {
 	return Spec{
 		Name:           "coredns",
-		Binary:         filepath.Join(binDir, "coredns"),
+		Platforms:      platforms(binDir, "coredns"),
 		Path:           "/coredns",
 		Description:    "CoreDNS with the hairpin plugin",
 		ExposedPorts:   []string{"53/udp", "53/tcp", "9153/tcp", "8080/tcp", "8181/tcp"},
@@ -62,14 +95,14 @@ func CoreDNS(binDir, version string) Spec {
 	}
 }
 
-// Proxy returns the Spec of the hairpin-proxy image for the binary in
-// binDir. Its ports are the default routes' 8080 and 8443 and health 9090.
+// Proxy returns the Spec of the hairpin-proxy image for the binaries under
+// binDir (binDir/linux-ARCH/hairpin-proxy). Its ports are the default routes' 8080 and 8443 and health 9090.
 func Proxy(binDir, version string) Spec {
 	return Spec{
 		Name:         "hairpin-proxy",
-		Binary:       filepath.Join(binDir, "hairpin-proxy"),
+		Platforms:    platforms(binDir, "hairpin-proxy"),
 		Path:         "/hairpin-proxy",
-		Description:  "PROXY-protocol forwarder for in-cluster traffic to ingress-nginx",
+		Description:  "PROXY-protocol forwarder for in-cluster traffic to ingress controllers",
 		ExposedPorts: []string{"8080/tcp", "8443/tcp", "9090/tcp"},
 		Version:      version,
 		Repository:   DefaultRepository,

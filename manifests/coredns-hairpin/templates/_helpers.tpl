@@ -1,0 +1,155 @@
+{{/*
+The keys of DESIGN.md's "Targets" table: the plugin discovers Services with
+this label in the release namespace, and reads these annotations.
+*/}}
+{{- define "hairpin.targetKey" -}}hairpin.coredns-hairpin.io/target{{- end }}
+{{- define "hairpin.annotationPrefix" -}}hairpin.coredns-hairpin.io/{{- end }}
+
+{{/* The proxy's fixed object name; two releases per cluster are not supported. */}}
+{{- define "hairpin.proxyName" -}}hairpin-proxy{{- end }}
+
+{{/* Labels every object carries. */}}
+{{- define "hairpin.labels" -}}
+app.kubernetes.io/part-of: coredns-hairpin
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The proxy pods' selector; the target Services select them too. */}}
+{{- define "hairpin.proxySelector" -}}
+app.kubernetes.io/name: hairpin-proxy
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The tenant CoreDNS pods' selector: what stock CoreDNS uses, so that
+NetworkPolicies written for it apply unchanged. */}}
+{{- define "hairpin.corednsSelector" -}}
+k8s-app: kube-dns
+{{- end }}
+
+{{/* hairpin.image: REPOSITORY:TAG or REPOSITORY@DIGEST of (list IMAGE $). */}}
+{{- define "hairpin.image" -}}
+{{- $img := index . 0 -}}
+{{- $root := index . 1 -}}
+{{- if $img.digest -}}
+{{ $img.repository }}@{{ $img.digest }}
+{{- else -}}
+{{ $img.repository }}:{{ $img.tag | default $root.Chart.AppVersion }}
+{{- end -}}
+{{- end }}
+
+{{/*
+hairpin.targets: .Values.targets (a map keyed by name, so that values merge
+into the default target) as a JSON list sorted by name, each entry with its
+"name"; an entry set to null is dropped. Use it with fromJsonArray.
+*/}}
+{{- define "hairpin.targets" -}}
+{{- $list := list -}}
+{{- range $name, $t := .Values.targets -}}
+{{- if and $t (ne (toString $t.enabled) "false") -}}
+{{- $list = append $list (merge (dict "name" $name) $t) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $list -}}
+{{- end }}
+
+{{/* hairpin.gatewayAPI: "true" when the Gateway API rules are granted. */}}
+{{- define "hairpin.gatewayAPI" -}}
+{{- $g := .Values.rbac.gatewayAPI -}}
+{{- if eq (toString $g) "auto" -}}
+{{- range include "hairpin.targets" . | fromJsonArray -}}
+{{- if or .gatewayClasses .gateways -}}true{{- end -}}
+{{- end -}}
+{{- else if $g -}}true{{- end -}}
+{{- end }}
+
+{{/* hairpin.upstreamHost: the absolute DNS name of a target's upstream. */}}
+{{- define "hairpin.upstreamHost" -}}
+{{- $t := index . 0 -}}
+{{- $root := index . 1 -}}
+{{ $t.upstream.name }}.{{ $t.upstream.namespace }}.svc.{{ trimSuffix "." $root.Values.clusterDomain }}.
+{{- end }}
+
+{{/*
+hairpin.validate fails the render, naming the field, on what the schema
+cannot say: names and ports that must be unique across list entries, and
+settings that contradict each other.
+*/}}
+{{- define "hairpin.validate" -}}
+{{- $routes := dict -}}
+{{- $ports := dict (toString .Values.proxy.healthPort) "proxy.healthPort" -}}
+{{- range $t := include "hairpin.targets" . | fromJsonArray -}}
+{{- $where := printf "targets.%s" $t.name -}}
+{{- if eq $t.name (printf "%s-metrics" (include "hairpin.proxyName" $)) -}}
+{{- fail (printf "%s: %q is the name of the proxy's metrics Service" $where $t.name) -}}
+{{- end -}}
+{{- $portNames := dict -}}
+{{- $servicePorts := dict -}}
+{{- range $j, $p := $t.upstream.ports -}}
+{{- $pw := printf "%s.upstream.ports[%d]" $where $j -}}
+{{- if hasKey $portNames $p.name -}}
+{{- fail (printf "%s.name: %q is already the name of %s" $pw $p.name (get $portNames $p.name)) -}}
+{{- end -}}
+{{- $_ := set $portNames $p.name $pw -}}
+{{- if hasKey $servicePorts (toString $p.port) -}}
+{{- fail (printf "%s.port: %v is already the port of %s" $pw $p.port (get $servicePorts (toString $p.port))) -}}
+{{- end -}}
+{{- $_ := set $servicePorts (toString $p.port) $pw -}}
+{{- if hasKey $ports (toString $p.containerPort) -}}
+{{- fail (printf "%s.containerPort: %v is already used by %s; container ports must be unique over all targets" $pw $p.containerPort (get $ports (toString $p.containerPort))) -}}
+{{- end -}}
+{{- $_ := set $ports (toString $p.containerPort) $pw -}}
+{{- $route := printf "%s-%s" $t.name $p.name -}}
+{{- if hasKey $routes $route -}}
+{{- fail (printf "%s.name: route name %q is already the route of %s" $pw $route (get $routes $route)) -}}
+{{- end -}}
+{{- $_ := set $routes $route $pw -}}
+{{- end -}}
+{{- if and (eq (toString $.Values.rbac.gatewayAPI) "false") (or $t.gatewayClasses $t.gateways) -}}
+{{- fail (printf "%s: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false, so CoreDNS could not read them; set rbac.gatewayAPI to auto or true" $where) -}}
+{{- end -}}
+{{- if not (or $t.ingressClasses $t.gatewayClasses $t.gateways) -}}
+{{- fail (printf "%s: selects nothing; set ingressClasses, gatewayClasses or gateways" $where) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.tenant.enabled (not .Values.tenant.dnsServiceIP) -}}
+{{- fail "tenant.dnsServiceIP: required in tenant mode (kubelet's --cluster-dns)" -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+hairpin.tenantCorefile: tenant.corefile, or by default the stock kubeadm
+Corefile with an explicit hairpin stanza that discovers the targets in the
+release namespace.
+*/}}
+{{- define "hairpin.tenantCorefile" -}}
+{{- if .Values.tenant.corefile -}}
+{{ .Values.tenant.corefile }}
+{{- else -}}
+.:53 {
+    errors
+    health {
+        lameduck 5s
+    }
+    ready
+    kubernetes {{ trimSuffix "." .Values.clusterDomain }} in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    hairpin {
+        targets {{ .Release.Namespace }}
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+        max_concurrent 1000
+    }
+    cache 30
+    loop
+    reload
+    loadbalance
+}
+{{- end }}
+{{- end }}

@@ -1,0 +1,151 @@
+package hairpin
+
+import (
+	"time"
+
+	core "k8s.io/api/core/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// cachedService is what the informer keeps of a target Service: its
+// ClusterIPs and our annotations.
+type cachedService struct {
+	objectMeta
+	addrs       *proxyAddrs
+	annotations map[string]string // only the hairpin.coredns-hairpin.io/ keys
+	isTarget    bool              // carries the target label
+}
+
+// DeepCopyObject implements runtime.Object.
+func (c *cachedService) DeepCopyObject() runtime.Object { cp := *c; return &cp }
+
+// slimService is the informer transform for Services.
+func slimService(obj any) (any, error) {
+	svc, ok := obj.(*core.Service)
+	if !ok {
+		return obj, nil
+	}
+	c := &cachedService{objectMeta: newObjectMeta(svc, false), addrs: serviceAddrs(svc)}
+	_, c.isTarget = svc.Labels[targetLabel]
+	for _, k := range []string{zonesAnnotation, ingressClassesAnnotation, gatewayClassesAnnotation, gatewaysAnnotation} {
+		if v, ok := svc.Annotations[k]; ok {
+			if c.annotations == nil {
+				c.annotations = map[string]string{}
+			}
+			c.annotations[k] = v
+		}
+	}
+	return c, nil
+}
+
+// watchTargets follows the Services that answers point at: every labelled
+// Service in the targets namespace, or the one Service of `proxy`. proxy_ip
+// needs no watch.
+func (hc *hostCache) watchTargets() error {
+	s := hc.settings
+	switch {
+	case len(s.proxyIPs) > 0:
+		t := hc.targets["proxy_ip"]
+		reportTarget(hc.id, t)
+		return nil
+	case s.explicit():
+		byName := fields.OneTermEqualSelector("metadata.name", s.proxyName).String()
+		f := hc.newFactory(s.proxyNamespace, slimService, func(o *meta.ListOptions) { o.FieldSelector = byName })
+		return hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onProxyServiceLocked, hc.onProxyServiceDeleteLocked)
+	default:
+		f := hc.newFactory(s.targetsNamespace, slimService, func(o *meta.ListOptions) { o.LabelSelector = targetLabel })
+		return hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onTargetLocked, hc.onTargetDeleteLocked)
+	}
+}
+
+// onProxyServiceLocked follows the Service of `proxy`. Other Services are
+// ignored even if a server does not honour the field selector.
+func (hc *hostCache) onProxyServiceLocked(obj any, _ time.Time) {
+	svc, ok := obj.(*cachedService)
+	if !ok || svc.name != hc.settings.proxyName {
+		return
+	}
+	hc.storeAddrs(hc.targets[svc.key()], svc.addrs)
+}
+
+func (hc *hostCache) onProxyServiceDeleteLocked(obj any, _ time.Time) {
+	if svc, ok := obj.(*cachedService); ok && svc.name == hc.settings.proxyName {
+		hc.storeAddrs(hc.targets[svc.key()], noAddrs)
+	}
+}
+
+// onTargetLocked adds or updates a discovered target. A change of what it
+// selects recomputes every object; a change of address is one atomic store.
+func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
+	svc, ok := obj.(*cachedService)
+	if !ok {
+		return
+	}
+	if !svc.isTarget {
+		hc.onTargetDeleteLocked(obj, time.Time{})
+		return
+	}
+	sel := parseTargetAnnotations(svc.annotations)
+	t, known := hc.targets[svc.key()]
+	switch {
+	case !known:
+		t = newTarget(svc.key(), sel)
+		hc.targets[t.name] = t
+		hc.logSelection(t)
+		hc.targetsChangedLocked()
+	case !t.sel.equal(sel):
+		t.sel = sel
+		hc.logSelection(t)
+		hc.targetsChangedLocked()
+	}
+	hc.storeAddrs(t, svc.addrs)
+}
+
+// onTargetDeleteLocked removes a target. Its addresses go first, so queries
+// for its hosts pass through at once, before the index is rebuilt.
+func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
+	svc, ok := obj.(*cachedService)
+	if !ok {
+		return
+	}
+	t, known := hc.targets[svc.key()]
+	if !known {
+		return
+	}
+	t.store(noAddrs)
+	delete(hc.targets, t.name)
+	deleteTargetMetrics(hc.id, t.name)
+	log.Infof("target %s removed; its hosts pass through", t.name)
+	hc.targetsChangedLocked()
+}
+
+// storeAddrs sets a target's addresses and says so when they change.
+func (hc *hostCache) storeAddrs(t *target, a *proxyAddrs) {
+	if t == nil || !t.store(a) {
+		reportTarget(hc.id, t)
+		return
+	}
+	reportTarget(hc.id, t)
+	if a.empty() {
+		log.Warningf("target %s has no ClusterIP (missing or headless); queries for its hosts pass through", t.name)
+		return
+	}
+	log.Infof("target %s: answering with %v %v", t.name, a.v4, a.v6)
+}
+
+// logSelection says what a discovered target selects, or why it is
+// disabled; called once per change.
+func (hc *hostCache) logSelection(t *target) {
+	s := t.sel
+	if !s.enabled() {
+		err := s.err
+		if err == nil {
+			err = errNoZones
+		}
+		log.Errorf("target %s is disabled: %v", t.name, err)
+		return
+	}
+	log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v", t.name, s.zones, s.ingressClasses, s.gatewayClasses, s.gateways)
+}

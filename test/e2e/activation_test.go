@@ -1,0 +1,258 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/e2e"
+	"github.com/coredns-hairpin/hairpin/test/harness"
+)
+
+// answerTimeout bounds the wait for a changed answer: the watch event is
+// served within milliseconds, but `cache 30` in the distributions' Corefiles
+// may hold the previous answer for its TTL (5 s).
+const answerTimeout = 20 * time.Second
+
+// publicDNS starts the public DNS stand-in, which answers every name in
+// e2e.Zone with lb, and returns its address.
+func publicDNS(ctx context.Context, t *testing.T, coredns string, lb netip.Addr) string {
+	t.Helper()
+	dir := t.TempDir()
+	addr := harness.FreeAddr(t, "127.0.0.1")
+	zone := filepath.Join(dir, "example.com.zone")
+	conf := filepath.Join(dir, "Corefile.public")
+	writeTestFile(t, zone, e2e.PublicZone(lb))
+	writeTestFile(t, conf, e2e.PublicCorefile(addr, e2e.ZoneFile{Zone: e2e.Zone, Path: zone}))
+	p := harness.StartProcess(t, "public-dns", coredns, "-conf", conf)
+	waitReady(ctx, t, p, harness.DNSProbe(addr, e2e.Zone, dns.TypeSOA))
+	return addr
+}
+
+// distributionDNS is our CoreDNS running a distribution's stock Corefile.
+type distributionDNS struct {
+	proc     *harness.Process
+	listen   string
+	path     string // the Corefile on disk
+	corefile string // its stock text, as the test runs it
+}
+
+// startDistributionDNS runs bin/coredns with the named distribution's
+// Corefile, with only the substitutions of e2e.LocalCorefile, and env added
+// to the child's environment.
+func startDistributionDNS(ctx context.Context, t *testing.T, coredns, name, upstream string, cp *harness.ControlPlane, env ...string) *distributionDNS {
+	t.Helper()
+	src, err := e2e.DistributionCorefile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	le := e2e.LocalEnv{
+		Listen: harness.FreeAddr(t, "127.0.0.1"), Health: harness.FreeAddr(t, "127.0.0.1"),
+		Ready: harness.FreeAddr(t, "127.0.0.1"), Metrics: harness.FreeAddr(t, "127.0.0.1"),
+		Kubeconfig: cp.Kubeconfig, Upstream: upstream, Dir: filepath.Join(dir, "etc-coredns"),
+	}
+	// k3s: its NodeHosts file, and the coredns-custom mount, empty as on a
+	// fresh install (both imports match nothing).
+	if err := os.MkdirAll(filepath.Join(le.Dir, "custom"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(le.Dir, "NodeHosts"), "127.0.0.2 node-1\n")
+	local, err := e2e.LocalCorefile(src, le)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &distributionDNS{listen: le.Listen, path: filepath.Join(dir, "Corefile"), corefile: local}
+	writeTestFile(t, d.path, local)
+	cmd := exec.Command(coredns, "-conf", d.path)
+	cmd.Env = append(os.Environ(), env...)
+	d.proc = harness.StartCmd(t, "coredns-"+name, cmd)
+	waitReady(ctx, t, d.proc, harness.HTTPProbe("http://"+le.Ready+"/ready"))
+	waitReady(ctx, t, d.proc, harness.DNSProbe(le.Listen, e2e.Zone, dns.TypeSOA))
+	return d
+}
+
+// answers waits until the server answers host's A with exactly want, then
+// asks once more with the real dig and checks that answer too.
+func answers(ctx context.Context, t *testing.T, server, host string, want netip.Addr, what string) {
+	t.Helper()
+	wait, cancel := context.WithTimeout(ctx, answerTimeout)
+	defer cancel()
+	if _, err := waitForA(wait, server, host, want, time.Now()); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	wantAddrs(t, what, digA(ctx, t, server, host), want)
+}
+
+// reloaded is what caddy logs at the end of a successful restart with a
+// newly loaded Corefile (SIGUSR1, or the reload plugin seeing a change); a
+// failed restart keeps the old instance and does not log it.
+const reloaded = "[INFO] Reloading complete"
+
+// TestActivationOnDistributionCorefiles: for each Corefile a distribution
+// ships, unchanged but for pointing it at loopback (e2e.LocalCorefile), our
+// image activates hairpin by itself:
+//  0. before any target, the plugin is inert: the public answer;
+//  1. a target is created, and an Ingress host of its class answers with
+//     the target's ClusterIP;
+//  2. the stock Corefile is written again (a distribution's re-render) and
+//     CoreDNS reloads (SIGUSR1): the reloaded server runs the same activated
+//     configuration, and the host still answers with the target;
+//  3. the target is deleted, and the public answer returns.
+func TestActivationOnDistributionCorefiles(t *testing.T) {
+	cp := controlPlane(t)
+	coredns := harness.RequireBinary(t, "coredns")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	lb := harness.FreeLoopbackIP(t)
+	upstream := publicDNS(ctx, t, coredns, lb)
+
+	for _, name := range e2e.Distributions {
+		t.Run(name, func(t *testing.T) {
+			d := startDistributionDNS(ctx, t, coredns, name, upstream, cp)
+			logLine := "[INFO] plugin/hairpin: activated in server block .:" + portOf(t, d.listen) +
+				" with the kubernetes plugin's kubeconfig " + cp.Kubeconfig +
+				" (it holds kubernetes; the Corefile names no hairpin); -hairpin.activate=false turns this off"
+			if !strings.Contains(d.proc.Output(), logLine) {
+				t.Fatalf("the startup log does not say %q:\n%s", logLine, d.proc.Output())
+			}
+
+			ns, host, target := "activation-"+name, name+"-activation."+e2e.Zone, "activation-"+name
+			if _, err := e2e.CreateIngress(ctx, cp, ns, "app", host); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = cp.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow)
+			})
+			answers(ctx, t, d.listen, host, lb, "0. no target yet: the public answer")
+
+			ip, err := e2e.CreateDistributionTarget(ctx, cp, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			targetDeleted := false
+			t.Cleanup(func() {
+				if !targetDeleted {
+					_ = e2e.DeleteTarget(context.Background(), cp, target)
+				}
+			})
+			answers(ctx, t, d.listen, host, ip, "1. a target of class nginx: its ClusterIP")
+
+			writeTestFile(t, d.path, d.corefile)
+			if err := d.proc.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			waitReloaded(ctx, t, d.proc)
+			// The old instance is stopped now: the answer comes from the
+			// configuration loaded again from the stock Corefile, which has
+			// hairpin only if the loader activated it again.
+			answers(ctx, t, d.listen, host, ip, "2. after the stock Corefile is reloaded: still the target")
+
+			if err := e2e.DeleteTarget(ctx, cp, target); err != nil {
+				t.Fatal(err)
+			}
+			targetDeleted = true
+			answers(ctx, t, d.listen, host, lb, "3. target deleted: the public answer again")
+		})
+	}
+}
+
+// TestActivationOffLeavesTheCorefileAsWritten: with COREDNS_HAIRPIN_ACTIVATE
+// =false the same image and Corefile do not answer for a target: it is the
+// activation, not something else, that makes the test above pass.
+func TestActivationOffLeavesTheCorefileAsWritten(t *testing.T) {
+	cp := controlPlane(t)
+	coredns := harness.RequireBinary(t, "coredns")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	lb := harness.FreeLoopbackIP(t)
+	upstream := publicDNS(ctx, t, coredns, lb)
+	d := startDistributionDNS(ctx, t, coredns, "kubeadm", upstream, cp, "COREDNS_HAIRPIN_ACTIVATE=false")
+	if want := "[INFO] plugin/hairpin: activation is off"; !strings.Contains(d.proc.Output(), want) {
+		t.Fatalf("the startup log does not say %q:\n%s", want, d.proc.Output())
+	}
+
+	ns, host, target := "activation-off", "activation-off."+e2e.Zone, "activation-off"
+	if _, err := e2e.CreateIngress(ctx, cp, ns, "app", host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow) })
+	if _, err := e2e.CreateDistributionTarget(ctx, cp, target); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e2e.DeleteTarget(context.Background(), cp, target) })
+	// A control that sees the target: the same Corefile with activation on.
+	on := startDistributionDNS(ctx, t, coredns, "kubeadm", upstream, cp)
+	ip := targetIP(ctx, t, cp, target)
+	answers(ctx, t, on.listen, host, ip, "activation on: the target")
+	wantAddrs(t, "activation off: the public answer", digA(ctx, t, d.listen, host), lb)
+}
+
+var deleteNow = metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+
+// waitReloaded waits until the server has restarted with the Corefile
+// loaded again.
+func waitReloaded(ctx context.Context, t *testing.T, p *harness.Process) {
+	t.Helper()
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := harness.Poll(wait, func(context.Context) error {
+		if !strings.Contains(p.Output(), reloaded) {
+			return fmt.Errorf("no %q in the log yet", reloaded)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("reload: %v\n%s", err, p.Output())
+	}
+}
+
+// targetIP returns the ClusterIP of target Service name.
+func targetIP(ctx context.Context, t *testing.T, cp *harness.ControlPlane, name string) netip.Addr {
+	t.Helper()
+	svc, err := cp.Clientset.CoreV1().Services(e2e.ProxyNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
+}
+
+func waitReady(ctx context.Context, t *testing.T, p *harness.Process, probe harness.Probe) {
+	t.Helper()
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := p.Ready(wait, probe); err != nil {
+		t.Fatalf("%s is not ready: %v\n%s", p.Name, err, p.Output())
+	}
+}
+
+func writeTestFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func portOf(t *testing.T, hostport string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
