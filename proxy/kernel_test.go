@@ -154,6 +154,7 @@ func TestKernelRelayHalfClosesEachWay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			upGot := make(chan string, 1)
+			handedOver := make(chan struct{})
 			up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
 				req := make([]byte, len("request"))
 				if _, err := io.ReadFull(uc.r, req); err != nil {
@@ -167,6 +168,9 @@ func TestKernelRelayHalfClosesEachWay(t *testing.T) {
 					_ = uc.conn.CloseWrite()
 					return
 				}
+				// Answer only once the kernel has the sockets: a FIN before
+				// the handover sends the connection to userspace.
+				<-handedOver
 				_, _ = uc.conn.Write([]byte("response"))
 				_ = uc.conn.CloseWrite()
 				rest, _ := io.ReadAll(uc.r)
@@ -181,14 +185,11 @@ func TestKernelRelayHalfClosesEachWay(t *testing.T) {
 			if _, err := c.Write([]byte("request")); err != nil {
 				t.Fatal(err)
 			}
+			// Either side closes only once the kernel has the sockets: a FIN
+			// before the handover sends the connection to userspace.
+			eventually(t, 2*time.Second, "handover", func() bool { return kernelPairs(s) == 1 })
+			close(handedOver)
 			if tc.clientFirst {
-				// Close only once the request is through: a FIN before the
-				// handover sends the connection to userspace.
-				eventually(t, 2*time.Second, "request through", func() bool {
-					return metricValue(t, s, "hairpin_proxy_connections_active", map[string]string{"route": "r"}) == 1 &&
-						kernelPairs(s) == 1
-				})
-				time.Sleep(20 * time.Millisecond)
 				_ = c.CloseWrite()
 			}
 			got, err := io.ReadAll(c)
