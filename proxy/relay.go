@@ -10,7 +10,7 @@ import (
 
 // copyFunc is the seam between a connection's lifecycle and its bytes: it
 // carries one direction, src to dst, once the PROXY header is on the wire.
-// The default is spliceCopy; an in-kernel relay replaces it for both
+// The default is adaptiveCopy; the in-kernel relay replaces it for both
 // directions of every connection.
 //
 // Contract:

@@ -12,18 +12,23 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
 )
 
 // Server runs every route of a Config plus the health server.
 // Use New, then Start, then Shutdown.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	dial    DialFunc
-	copy    copyFunc // the relay's byte mover; see copyFunc
-	version string
-	metrics *metrics
-	dialLog *dialErrorLog
+	cfg    Config
+	log    *slog.Logger
+	dial   DialFunc
+	copy   copyFunc       // the relay's byte mover; see copyFunc
+	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
+
+	copyDefault bool // no withCopy: KernelRelay may replace copy
+	version     string
+	metrics     *metrics
+	dialLog     *dialErrorLog
 
 	routes []*routeServer
 	health *health
@@ -92,6 +97,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	}
 	if s.copy == nil {
 		s.copy = adaptiveCopy
+		s.copyDefault = true
 	}
 	if s.dial == nil {
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
@@ -127,11 +133,13 @@ func (s *Server) Start() error {
 		return errors.New("server already started")
 	}
 	s.started = true
+	s.startKernelRelay()
 	lc := net.ListenConfig{KeepAliveConfig: osKeepAlive}
 	for _, rs := range s.routes {
 		ln, err := lc.Listen(context.Background(), "tcp", rs.Listen)
 		if err != nil {
 			s.closeListeners()
+			s.closeKernelRelay()
 			return fmt.Errorf("route %q: listen: %w", rs.Name, err)
 		}
 		rs.ln = ln
@@ -139,6 +147,7 @@ func (s *Server) Start() error {
 	if s.cfg.HealthAddr != "" {
 		if err := s.health.listen(s.cfg.HealthAddr); err != nil {
 			s.closeListeners()
+			s.closeKernelRelay()
 			return fmt.Errorf("health-addr: listen: %w", err)
 		}
 	}
@@ -256,6 +265,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.log.Warn("shutdown: drain deadline reached, closing connections", "closed", n)
 		<-drained
 	}
+	s.closeKernelRelay()
 
 	s.bgCancel()
 	s.health.shutdown()
