@@ -20,7 +20,7 @@ func FuzzBuildHeader(f *testing.F) {
 	f.Add(ip("::ffff:192.0.2.1"), uint16(1), ip("fd00::1"), uint16(80), ip("203.0.113.7")[12:], uint16(80), 2)
 	f.Add(ip("fe80::1"), uint16(65535), []byte{10, 0, 0, 1}, uint16(0), []byte{}, uint16(1), 2)
 	f.Fuzz(func(t *testing.T, src []byte, sport uint16, local []byte, lport uint16, dest []byte, hport uint16, version int) {
-		version = 1 + (version&1)
+		version = 1 + (version & 1)
 		client := &net.TCPAddr{IP: src, Port: int(sport), Zone: "eth0"}
 		loc := &net.TCPAddr{IP: local, Port: int(lport)}
 		var d netip.Addr
