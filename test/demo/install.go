@@ -20,9 +20,11 @@ import (
 // valuesTmpl is the operator's values file: one target per controller, on
 // its own class and zone, as in examples/cozystack-management.yaml.
 var valuesTmpl = template.Must(template.New("values.yaml").Parse(`# One target per ingress controller that speaks PROXY: its class, its zones, its Service.
+# Targets are keyed by name; the chart's default ingress-nginx target is not one of them.
 targets:
+  ingress-nginx: {enabled: false}
 {{- range .}}
-  - name: {{.Class}}
+  {{.Class}}:
     zones: [{{.Zone}}]
     ingressClasses: [{{.Class}}]
     upstream:
