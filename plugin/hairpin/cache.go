@@ -140,10 +140,26 @@ func (hc *hostCache) gate() {
 			return
 		case <-deadline.C:
 			hc.openUp(hc.unsyncedKinds())
+			hc.afterLateSync(tick.C)
 			return
 		case <-tick.C:
 		}
 	}
+}
+
+// afterLateSync waits, once the cache opened at startup_timeout, for the
+// required kinds to finish their first lists, and then returns their peak to
+// the OS as openUp does for a timely sync.
+func (hc *hostCache) afterLateSync(tick <-chan time.Time) {
+	for !hc.requiredSynced() {
+		select {
+		case <-hc.stopCh:
+			return
+		case <-tick:
+		}
+	}
+	hc.publish()
+	debug.FreeOSMemory()
 }
 
 // openUp publishes what the lists delivered so far and starts serving.
