@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"io"
 	"net"
 	"os"
@@ -243,13 +244,7 @@ func TestShutdownContextCancelClosesAtOnce(t *testing.T) {
 	expectClosed(t, c, time.Second)
 }
 
-func openFDs(t testing.TB) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents)
-}
+func openFDs(t testing.TB) int { return harness.OpenFDs(t) }
 
 // TestManyShortConnectionsLeakNothing runs 10,000 request/response
 // connections and checks that goroutines and file descriptors return to

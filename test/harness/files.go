@@ -17,3 +17,14 @@ func WriteFile(t testing.TB, dir, name, content string) string {
 	}
 	return path
 }
+
+// OpenFDs counts this process's open file descriptors, for leak tests; it
+// skips the test where /proc/self/fd is not there.
+func OpenFDs(t testing.TB) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd: %v", err)
+	}
+	return len(ents)
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"io"
 	"net"
 	"net/http"
@@ -103,13 +104,7 @@ func status(url string) int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.Eventually(t, 5*time.Second, what, cond)
 }
 
 func proxyArgs(upstream string) []string {

@@ -2,6 +2,7 @@ package sockmap
 
 import (
 	"errors"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"io"
 	"net"
 	"sync/atomic"
@@ -75,11 +76,5 @@ func TestAttachCopyContract(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	harness.Eventually(t, 5*time.Second, what, cond)
 }

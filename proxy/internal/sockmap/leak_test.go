@@ -2,22 +2,16 @@ package sockmap
 
 import (
 	"fmt"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"io"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 )
 
-func openFDs(t testing.TB) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
-	}
-	return len(ents)
-}
+func openFDs(t testing.TB) int { return harness.OpenFDs(t) }
 
 // TestManyPairsLeakNothing runs 10,000 request/response connections through
 // the kernel and checks that descriptors, goroutines, pairs and both maps'
