@@ -168,6 +168,7 @@ func (hc *hostCache) openUp(unsynced []string) {
 	hc.publishLocked()
 	hc.open.Store(true)
 	close(hc.openCh)
+	targets := len(hc.targets)
 	hc.mu.Unlock()
 	// The first lists are the peak of the cache's life; hand what they
 	// needed transiently back to the OS rather than carry it as RSS.
@@ -176,17 +177,7 @@ func (hc *hostCache) openUp(unsynced []string) {
 	if len(unsynced) > 0 {
 		log.Warningf("serving after startup_timeout %s without a full list of %v: their hosts are missing until they sync (see coredns_hairpin_kind_synced)", hc.settings.startupTimeout, unsynced)
 	}
-	log.Infof("cache %s: serving %d hosts and %d wildcards for %d targets", hc.id, exact, wild, len(hc.targetsSnapshot()))
-}
-
-func (hc *hostCache) targetsSnapshot() []*target {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	out := make([]*target, 0, len(hc.targets))
-	for _, t := range hc.targets {
-		out = append(out, t)
-	}
-	return out
+	log.Infof("cache %s: serving %d hosts and %d wildcards for %d targets", hc.id, exact, wild, targets)
 }
 
 // setClaimsLocked records what owner claims now and schedules a publish.

@@ -1,6 +1,7 @@
 package hairpin
 
 import (
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,7 +24,7 @@ func classifyHosts(hosts []string, stanzaZones, targetZones []string) (served []
 			continue
 		}
 		fqdn := toFQDN(h)
-		if containsHost(served, fqdn) || containsRejected(rejected, fqdn) {
+		if slices.Contains(served, fqdn) || slices.ContainsFunc(rejected, func(r rejectedHost) bool { return r.host == fqdn }) {
 			continue
 		}
 		switch {
@@ -36,26 +37,6 @@ func classifyHosts(hosts []string, stanzaZones, targetZones []string) (served []
 		}
 	}
 	return served, rejected
-}
-
-// containsHost is slices.Contains for the handful of hosts an object names;
-// it spares a map per object.
-func containsHost(hosts []string, h string) bool {
-	for _, x := range hosts {
-		if x == h {
-			return true
-		}
-	}
-	return false
-}
-
-func containsRejected(rs []rejectedHost, h string) bool {
-	for _, r := range rs {
-		if r.host == h {
-			return true
-		}
-	}
-	return false
 }
 
 // toFQDN lowercases host and adds the trailing dot, allocating only when it

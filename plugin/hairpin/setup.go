@@ -70,6 +70,19 @@ func (s settings) cacheKey() string {
 	}, "|")
 }
 
+// degrade handles a failure to reach the API. A stanza that names its
+// kubeconfig is a configuration the operator wrote, so startup stops and
+// names it; a bare hairpin line, as image-only activation adds it, must
+// never stop CoreDNS: it stays inert, Ready and pure pass-through.
+func (h *Hairpin) degrade(s settings, err error) error {
+	if s.kubeconfig != "" {
+		return plugin.Error(pluginName, err)
+	}
+	h.inert.Store(true)
+	log.Errorf("inert, every query passes through: %v", err)
+	return nil
+}
+
 // labelString is the labels option as a selector string; "" for none.
 func (s settings) labelString() string {
 	if s.labels == nil {
@@ -90,14 +103,7 @@ func setup(c *caddy.Controller) error {
 	})
 	newClient, err := newClientFactory(s)
 	if err != nil {
-		if s.kubeconfig != "" {
-			return plugin.Error(pluginName, err) // the Corefile names a bad kubeconfig
-		}
-		// A bare hairpin line, as image-only activation adds it, must never
-		// stop CoreDNS: without an API client it stays inert.
-		h.inert.Store(true)
-		log.Errorf("inert, every query passes through: %v", err)
-		return nil
+		return h.degrade(s, err)
 	}
 
 	var lease *cacheLease
@@ -108,6 +114,7 @@ func setup(c *caddy.Controller) error {
 	c.OnRestartFailed(func() error { releaseOrphanLeases(); return nil })
 	c.OnStartup(func() error {
 		releaseOrphanLeases()
+		var err error
 		lease, err = acquireCache(s.cacheKey(), owner, func() (*hostCache, error) {
 			client, err := newClient()
 			if err != nil {
@@ -116,12 +123,7 @@ func setup(c *caddy.Controller) error {
 			return newHostCache(client, s), nil
 		})
 		if err != nil {
-			if s.kubeconfig != "" {
-				return plugin.Error(pluginName, err)
-			}
-			h.inert.Store(true)
-			log.Errorf("inert, every query passes through: %v", err)
-			return nil
+			return h.degrade(s, err)
 		}
 		h.cache.Store(lease.cache)
 		lease.cache.waitOpen(s.startupTimeout)

@@ -1,7 +1,9 @@
 package hairpin
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -85,7 +87,7 @@ func (hc *hostCache) discoveryLoop() {
 		err := hc.discoverGatewayAPI()
 		switch {
 		case err != nil:
-			hc.gateway.discovery.onError(nil, nil, err)
+			hc.gateway.discovery.onError(context.Background(), nil, err)
 			wait = min(max(2*wait, time.Second), discoveryInterval)
 		default:
 			d := hc.gateway.discovery
@@ -288,7 +290,7 @@ func (hc *hostCache) onRouteLocked(obj any, now time.Time) {
 		}
 	}
 	for _, old := range hc.gateway.routeGWs[route] {
-		if !containsHost(set, old) {
+		if !slices.Contains(set, old) {
 			hc.setClaimsLocked(old, ownerClaims{}, now)
 		}
 	}

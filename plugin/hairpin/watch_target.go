@@ -123,11 +123,14 @@ func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
 
 // storeAddrs sets a target's addresses and says so when they change.
 func (hc *hostCache) storeAddrs(t *target, a *proxyAddrs) {
-	if t == nil || !t.store(a) {
-		reportTarget(hc.id, t)
+	if t == nil {
 		return
 	}
+	changed := t.store(a)
 	reportTarget(hc.id, t)
+	if !changed {
+		return
+	}
 	if a.empty() {
 		log.Warningf("target %s has no ClusterIP (missing or headless); queries for its hosts pass through", t.name)
 		return

@@ -2,76 +2,36 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// scrape fetches the Prometheus text exposition at addr, uncompressed: a
-// gzip per poll would cost CoreDNS CPU that the sync figure then includes.
-func scrape(ctx context.Context, addr string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Accept-Encoding", "identity")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("metrics at %s: HTTP %d", addr, resp.StatusCode)
-	}
-	return string(b), nil
+// scrape reads the samples of a /metrics endpoint at addr.
+func scrape(ctx context.Context, addr string) ([]harness.Sample, error) {
+	return harness.ScrapeMetrics(ctx, "http://"+addr+"/metrics")
 }
 
-// metricSum adds the samples of metric whose labels contain every one of
-// match (`kind="exact"`).
-func metricSum(text, metric string, match ...string) float64 {
-	sum := 0.0
-	for _, l := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(l, metric+"{") && !strings.HasPrefix(l, metric+" ") {
-			continue
-		}
-		labels, value, ok := strings.Cut(l, "} ")
-		if !ok {
-			labels, value, _ = strings.Cut(l, " ")
-		}
-		matched := true
-		for _, m := range match {
-			matched = matched && strings.Contains(labels, m)
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); matched && err == nil {
-			sum += v
-		}
-	}
-	return sum
+// metricSum adds the samples of metric that carry every label of match.
+func metricSum(samples []harness.Sample, metric string, match map[string]string) float64 {
+	v, _ := harness.MetricValue(samples, metric, match)
+	return v
 }
 
 // histogram returns the cumulative bucket counts of a histogram by upper
 // bound (+Inf included).
-func histogram(text, metric string) map[float64]float64 {
+func histogram(samples []harness.Sample, metric string) map[float64]float64 {
 	out := map[float64]float64{}
-	for _, l := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(l, metric+"_bucket{") {
+	for _, s := range samples {
+		if s.Name != metric+"_bucket" {
 			continue
 		}
-		_, rest, _ := strings.Cut(l, `le="`)
-		le, value, _ := strings.Cut(rest, `"} `)
-		bound, err1 := strconv.ParseFloat(le, 64)
-		v, err2 := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		if err1 == nil && err2 == nil {
-			out[bound] = v
+		if bound, err := strconv.ParseFloat(s.Labels["le"], 64); err == nil {
+			out[bound] = s.Value
 		}
 	}
 	return out
@@ -108,10 +68,14 @@ coredns_hairpin_index_update_delay_seconds_bucket{le="0.01"} 95
 coredns_hairpin_index_update_delay_seconds_bucket{le="0.1"} 99
 coredns_hairpin_index_update_delay_seconds_bucket{le="+Inf"} 100
 `
-	if got := metricSum(text, "coredns_hairpin_hosts", `kind="exact"`); got != 200 {
+	samples, err := harness.ParseMetrics(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := metricSum(samples, "coredns_hairpin_hosts", map[string]string{"kind": "exact"}); got != 200 {
 		t.Errorf("metricSum(exact) = %v, want 200 (both caches, not the wildcard nor another metric)", got)
 	}
-	h := histogram(text, "coredns_hairpin_index_update_delay_seconds")
+	h := histogram(samples, "coredns_hairpin_index_update_delay_seconds")
 	cases := []struct {
 		q    float64
 		want float64

@@ -230,8 +230,8 @@ func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metri
 // figure; not faster: each scrape costs CoreDNS CPU during the sync).
 func waitHosts(ctx context.Context, metrics string, want int) error {
 	for {
-		text, err := scrape(ctx, metrics)
-		got := metricSum(text, "coredns_hairpin_hosts", `kind="exact"`)
+		samples, err := scrape(ctx, metrics)
+		got := metricSum(samples, "coredns_hairpin_hosts", map[string]string{"kind": "exact"})
 		if err == nil && int(got) == want {
 			return nil
 		}

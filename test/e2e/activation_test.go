@@ -3,11 +3,11 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,12 +31,10 @@ func publicDNS(ctx context.Context, t *testing.T, coredns string, lb netip.Addr)
 	t.Helper()
 	dir := t.TempDir()
 	addr := harness.FreeAddr(t, "127.0.0.1")
-	zone := filepath.Join(dir, "example.com.zone")
-	conf := filepath.Join(dir, "Corefile.public")
-	writeTestFile(t, zone, e2e.PublicZone(lb))
-	writeTestFile(t, conf, e2e.PublicCorefile(addr, e2e.ZoneFile{Zone: e2e.Zone, Path: zone}))
+	zone := harness.WriteFile(t, dir, "example.com.zone", e2e.PublicZone(lb))
+	conf := harness.WriteFile(t, dir, "Corefile.public", e2e.PublicCorefile(addr, e2e.ZoneFile{Zone: e2e.Zone, Path: zone}))
 	p := harness.StartProcess(t, "public-dns", coredns, "-conf", conf)
-	waitReady(ctx, t, p, harness.DNSProbe(addr, e2e.Zone, dns.TypeSOA))
+	p.RequireReady(ctx, 30*time.Second, harness.DNSProbe(addr, e2e.Zone, dns.TypeSOA))
 	return addr
 }
 
@@ -68,18 +66,17 @@ func startDistributionDNS(ctx context.Context, t *testing.T, coredns, name, upst
 	if err := os.MkdirAll(filepath.Join(le.Dir, "custom"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeTestFile(t, filepath.Join(le.Dir, "NodeHosts"), "127.0.0.2 node-1\n")
+	harness.WriteFile(t, le.Dir, "NodeHosts", "127.0.0.2 node-1\n")
 	local, err := e2e.LocalCorefile(src, le)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &distributionDNS{listen: le.Listen, path: filepath.Join(dir, "Corefile"), corefile: local}
-	writeTestFile(t, d.path, local)
+	d := &distributionDNS{listen: le.Listen, path: harness.WriteFile(t, dir, "Corefile", local), corefile: local}
 	cmd := exec.Command(coredns, "-conf", d.path)
 	cmd.Env = append(os.Environ(), env...)
 	d.proc = harness.StartCmd(t, "coredns-"+name, cmd)
-	waitReady(ctx, t, d.proc, harness.HTTPProbe("http://"+le.Ready+"/ready"))
-	waitReady(ctx, t, d.proc, harness.DNSProbe(le.Listen, e2e.Zone, dns.TypeSOA))
+	d.proc.RequireReady(ctx, 30*time.Second, harness.HTTPProbe("http://"+le.Ready+"/ready"))
+	d.proc.RequireReady(ctx, 30*time.Second, harness.DNSProbe(le.Listen, e2e.Zone, dns.TypeSOA))
 	return d
 }
 
@@ -121,7 +118,7 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 	for _, name := range e2e.Distributions {
 		t.Run(name, func(t *testing.T) {
 			d := startDistributionDNS(ctx, t, coredns, name, upstream, cp)
-			logLine := "[INFO] plugin/hairpin: activated in server block .:" + portOf(t, d.listen) +
+			logLine := "[INFO] plugin/hairpin: activated in server block .:" + strconv.Itoa(harness.PortOf(t, d.listen)) +
 				" with the kubernetes plugin's kubeconfig " + cp.Kubeconfig +
 				" (it holds kubernetes; the Corefile names no hairpin); -hairpin.activate=false turns this off"
 			if !strings.Contains(d.proc.Output(), logLine) {
@@ -149,7 +146,7 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 			})
 			answers(ctx, t, d.listen, host, ip, "1. a target of class nginx: its ClusterIP")
 
-			writeTestFile(t, d.path, d.corefile)
+			harness.WriteFile(t, filepath.Dir(d.path), filepath.Base(d.path), d.corefile)
 			if err := d.proc.Signal(syscall.SIGUSR1); err != nil {
 				t.Fatal(err)
 			}
@@ -230,29 +227,4 @@ func targetIP(ctx context.Context, t *testing.T, cp *harness.ControlPlane, name 
 		t.Fatal(err)
 	}
 	return ip
-}
-
-func waitReady(ctx context.Context, t *testing.T, p *harness.Process, probe harness.Probe) {
-	t.Helper()
-	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := p.Ready(wait, probe); err != nil {
-		t.Fatalf("%s is not ready: %v\n%s", p.Name, err, p.Output())
-	}
-}
-
-func writeTestFile(t *testing.T, path, text string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func portOf(t *testing.T, hostport string) string {
-	t.Helper()
-	_, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }
