@@ -37,8 +37,12 @@ func buildHeader(version int, client, local net.Addr, dest netip.Addr, headerPor
 	if !ok1 || !ok2 || src == nil || dst == nil {
 		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
 	}
-	sap := src.AddrPort()
-	dap := dst.AddrPort()
+	return buildHeaderAddrs(version, src.AddrPort(), dst.AddrPort(), dest, headerPort)
+}
+
+// buildHeaderAddrs is buildHeader for addresses the event loop already
+// holds as netip values (from accept4 and getsockname).
+func buildHeaderAddrs(version int, sap, dap netip.AddrPort, dest netip.Addr, headerPort int) (*proxyproto.Header, error) {
 	// Zones are dropped: the header has no field for them.
 	sip := sap.Addr().Unmap().WithZone("")
 	dip := dap.Addr().Unmap().WithZone("")
@@ -46,7 +50,7 @@ func buildHeader(version int, client, local net.Addr, dest netip.Addr, headerPor
 		dip = dest.Unmap().WithZone("")
 	}
 	if !sip.IsValid() || !dip.IsValid() {
-		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
+		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", sap, dap, errNotTCP)
 	}
 	if sip.Is4() != dip.Is4() {
 		sip = netip.AddrFrom16(sip.As16())
@@ -60,7 +64,7 @@ func buildHeader(version int, client, local net.Addr, dest netip.Addr, headerPor
 	// family; for a TCP client that would silently erase the client address.
 	if h.Command != proxyproto.PROXY || (h.TransportProtocol != proxyproto.TCPv4 && h.TransportProtocol != proxyproto.TCPv6) {
 		return nil, fmt.Errorf("build PROXY header for %v -> %v: got command %#x transport %#x: %w",
-			client, local, byte(h.Command), byte(h.TransportProtocol), errNotTCP)
+			sap, dap, byte(h.Command), byte(h.TransportProtocol), errNotTCP)
 	}
 	return h, nil
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +27,9 @@ type Server struct {
 	copy   copyFunc       // the relay's byte mover; see copyFunc
 	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
 
-	copyDefault bool // no withCopy: KernelRelay may replace copy
+	copyDefault bool    // no withCopy: KernelRelay may replace copy
+	dialDefault bool    // no WithDialFunc: loops may connect themselves
+	loops       []*loop // the default relay; none with withCopy or the kernel relay
 	version     string
 	metrics     *metrics
 	dialLog     *dialErrorLog
@@ -75,6 +79,8 @@ type routeServer struct {
 	Route
 	ln      net.Listener
 	metrics *routeMetrics
+	literal   netip.AddrPort // Upstream, when it is an IP literal
+	literalOK bool
 	up      atomic.Bool // last readiness check succeeded
 }
 
@@ -100,13 +106,16 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		s.copyDefault = true
 	}
 	if s.dial == nil {
+		s.dialDefault = true
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
 		s.dial = d.DialContext
 	}
 	s.metrics = newMetrics(s.version)
 	s.dialLog = newDialErrorLog(s.log, 10*time.Second)
 	for _, r := range cfg.Routes {
-		s.routes = append(s.routes, &routeServer{Route: r, metrics: s.metrics.forRoute(r.Name)})
+		rs := &routeServer{Route: r, metrics: s.metrics.forRoute(r.Name)}
+		rs.literal, rs.literalOK = literalUpstream(r.Upstream)
+		s.routes = append(s.routes, rs)
 	}
 	h, err := newHealth(s)
 	if err != nil {
@@ -151,6 +160,12 @@ func (s *Server) Start() error {
 			return fmt.Errorf("health-addr: listen: %w", err)
 		}
 	}
+	if s.copyDefault && s.kernel == nil {
+		if err := s.makeLoops(); err != nil {
+			s.closeListeners()
+			return fmt.Errorf("event loop: %w", err)
+		}
+	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.accepting = true
 	s.running = true
@@ -160,8 +175,13 @@ func (s *Server) Start() error {
 		s.log.Warn("max-conns exceeds what the fd limit allows; EMFILE, not the cap, will refuse connections",
 			"max_conns", s.cfg.MaxConns, "fits", fit, "fds_per_conn", fdsPerConn)
 	}
+	for _, l := range s.loops {
+		go l.run()
+	}
 	for _, rs := range s.routes {
-		s.bgWG.Go(func() { s.acceptLoop(rs) })
+		if s.loops == nil {
+			s.bgWG.Go(func() { s.acceptLoop(rs) })
+		}
 		s.log.Info("route listening", "route", rs.Name, "listen", rs.ln.Addr().String(),
 			"upstream", rs.Upstream, "header_port", rs.HeaderPort)
 	}
@@ -245,6 +265,9 @@ func (s *Server) shutdown(ctx context.Context) error {
 	for _, rs := range s.routes {
 		_ = rs.ln.Close()
 	}
+	for _, l := range s.loops {
+		l.call(l.closeListeners)
+	}
 	s.log.Info("shutdown: listeners closed, draining", "active", s.active.Load(), "drain_timeout", s.cfg.DrainTimeout)
 
 	drained := make(chan struct{})
@@ -266,6 +289,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		<-drained
 	}
 	s.closeKernelRelay()
+	s.stopLoops()
 
 	s.bgCancel()
 	s.health.shutdown()
@@ -299,7 +323,11 @@ func (s *Server) abortAll(reason string) int {
 	for _, c := range list {
 		c.abort(reason)
 	}
-	return len(list)
+	n := len(list)
+	for _, l := range s.loops {
+		l.call(func() { n += l.abortAll(reason) })
+	}
+	return n
 }
 
 // acceptLoop accepts until the listener closes. Temporary errors (EMFILE
@@ -332,26 +360,15 @@ func (s *Server) admit(rs *routeServer, conn net.Conn) {
 	// released.
 	c := &clientConn{srv: s, rs: rs, conn: conn, accepted: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	s.mu.Lock()
-	if !s.accepting {
-		s.mu.Unlock()
+	if reason := s.gate(func() { s.conns[c] = struct{}{} }); reason != "" {
 		c.cancel()
-		rs.metrics.refuse(refusedShutdown)
+		rs.metrics.refuse(reason)
+		if reason == refusedCap {
+			s.log.Debug("connection over cap refused", "route", rs.Name, "client", conn.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
+		}
 		resetClose(conn)
 		return
 	}
-	if s.cfg.MaxConns > 0 && s.active.Load() >= int64(s.cfg.MaxConns) {
-		s.mu.Unlock()
-		c.cancel()
-		rs.metrics.refuse(refusedCap)
-		s.log.Debug("connection over cap refused", "route", rs.Name, "client", conn.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
-		resetClose(conn)
-		return
-	}
-	s.active.Add(1)
-	s.conns[c] = struct{}{}
-	s.connWG.Add(1)
-	s.mu.Unlock()
 	rs.metrics.active.Inc()
 	s.dispatch(c)
 }
@@ -387,13 +404,77 @@ func (s *Server) worker(c *clientConn) {
 	}
 }
 
+// gate admits a connection, or names the refusal: shutdown once the
+// listeners began closing, cap over --max-conns. An admitted connection
+// holds a place in the cap and in the drain wait, and register (if any)
+// runs under the same lock. The gate and the WaitGroup Add share s.mu with
+// shutdown, so no connection slips in after the drain wait began.
+func (s *Server) gate(register func()) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.accepting {
+		return refusedShutdown
+	}
+	if s.cfg.MaxConns > 0 && s.active.Load() >= int64(s.cfg.MaxConns) {
+		return refusedCap
+	}
+	s.active.Add(1)
+	s.connWG.Add(1)
+	if register != nil {
+		register()
+	}
+	return ""
+}
+
+// releaseSlot gives back what gate took.
+func (s *Server) releaseSlot(rs *routeServer) {
+	rs.metrics.active.Dec()
+	s.active.Add(-1)
+	s.connWG.Done()
+}
+
 func (s *Server) release(c *clientConn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	c.rs.metrics.active.Dec()
-	s.active.Add(-1)
-	s.connWG.Done()
+	s.releaseSlot(c.rs)
+}
+
+// makeLoops builds one event loop per GOMAXPROCS, each with its copy of
+// every route's listener. Caller holds s.mu.
+func (s *Server) makeLoops() error {
+	for range runtime.GOMAXPROCS(0) {
+		l, err := newLoop(s)
+		if err != nil {
+			s.closeLoops()
+			return err
+		}
+		s.loops = append(s.loops, l)
+		for _, rs := range s.routes {
+			if err := l.addListener(rs); err != nil {
+				s.closeLoops()
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// closeLoops frees loops that never ran.
+func (s *Server) closeLoops() {
+	for _, l := range s.loops {
+		l.closeListeners()
+		l.closeFDs()
+	}
+	s.loops = nil
+}
+
+// stopLoops ends the loops once their connections are gone.
+func (s *Server) stopLoops() {
+	for _, l := range s.loops {
+		l.call(func() { l.stop = true })
+		<-l.done
+	}
 }
 
 // resetClose closes with an RST so a refused client fails fast with
