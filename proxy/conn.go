@@ -96,7 +96,7 @@ func (c *clientConn) prepare() bool {
 		return false
 	}
 
-	early, err := writeHeader(upstream, client, hdr)
+	early, err := writeHeader(upstream, client, hdr, c.srv.kernel == nil)
 	if err != nil {
 		_ = upstream.Close()
 		resetClose(c.conn)

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"

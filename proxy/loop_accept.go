@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -84,7 +85,7 @@ func (l *loop) accept(li *loopListener) {
 		return
 	}
 	for range acceptBatch {
-		fd, sa, err := unix.Accept4(li.fd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, sa, err := syscall.Accept4(li.fd, syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
 		switch {
 		case err == nil:
 			li.backoff = 0
@@ -104,7 +105,7 @@ func (l *loop) accept(li *loopListener) {
 
 // admit applies the shutdown gate and the connection cap to an accepted
 // socket, then starts its connection.
-func (l *loop) admit(rs *routeServer, fd int, sa unix.Sockaddr) {
+func (l *loop) admit(rs *routeServer, fd int, sa syscall.Sockaddr) {
 	s := l.srv
 	rs.metrics.accepted.Inc()
 	client := sockaddrAddrPort(sa)

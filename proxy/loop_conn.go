@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -83,7 +84,7 @@ func (c *loopConn) start() {
 
 // header formats the PROXY header for the client socket fd.
 func (c *loopConn) header(fd int) ([]byte, error) {
-	lsa, err := unix.Getsockname(fd)
+	lsa, err := syscall.Getsockname(fd)
 	if err != nil {
 		return nil, os.NewSyscallError("getsockname", err)
 	}
@@ -109,7 +110,7 @@ func setSockOpts(fd int) {
 // EPOLLERR) ends the dial, in connectDone.
 func (c *loopConn) connect(ap netip.AddrPort) {
 	family, sa := addrPortSockaddr(ap)
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		c.dialFailed(c.dialError(os.NewSyscallError("socket", err)))
 		return
@@ -120,10 +121,10 @@ func (c *loopConn) connect(ap netip.AddrPort) {
 		c.dialFailed(c.dialError(err))
 		return
 	}
-	switch err := unix.Connect(fd, sa); err {
+	switch err := syscall.Connect(fd, sa); err {
 	case nil:
 		c.connected()
-	case unix.EINPROGRESS, unix.EINTR:
+	case syscall.EINPROGRESS, syscall.EINTR:
 		c.dialDeadline = c.dialStart.Add(c.l.srv.cfg.DialTimeout)
 		c.l.dialing[c] = struct{}{}
 	default:

@@ -21,9 +21,9 @@ type flow struct {
 
 	pipe    [2]int // the splice pipe, once bulk
 	hasPipe bool
-	inPipe  int // bytes in the pipe
-	bulk   bool   // a read filled the buffer: splice from now on
-	noPipe bool   // the pipe could not be made: stay in user space
+	inPipe  int  // bytes in the pipe
+	bulk    bool // a read filled the buffer: splice from now on
+	noPipe  bool // the pipe could not be made: stay in user space
 
 	readable bool // the source may hold bytes (or EOF) not yet read
 	writable bool // the destination may take bytes
@@ -110,9 +110,9 @@ func (c *loopConn) fill(d int) bool {
 		f.off, f.n = 0, 0
 	}
 	want := len(b) - f.n
-	n, err := unix.Read(src, b[f.n:])
+	n, err := recv(src, b[f.n:])
 	for errors.Is(err, unix.EINTR) {
-		n, err = unix.Read(src, b[f.n:])
+		n, err = recv(src, b[f.n:])
 	}
 	if more, data := c.took(d, n, err); !data {
 		if !f.pending() {
@@ -185,7 +185,7 @@ func (c *loopConn) flush(d int) bool {
 		m, err = unix.Splice(f.pipe[0], nil, dst, nil, f.inPipe, spliceFlags)
 		w = int(m)
 	} else {
-		w, err = unix.Write(dst, (*f.buf)[f.off:f.n])
+		w, err = send(dst, (*f.buf)[f.off:f.n])
 	}
 	switch {
 	case errors.Is(err, unix.EAGAIN):
@@ -220,11 +220,13 @@ func (c *loopConn) shutWrite(d int) {
 	f := &c.flows[d]
 	f.shut = true
 	f.release()
-	if err := unix.Shutdown(c.fd[1-d], unix.SHUT_WR); err != nil {
-		c.finish(closedError)
+	if c.flows[1-d].shut {
+		// Both sources are at EOF, so nothing is left unread: close sends
+		// the FIN the half-close would have.
+		c.finish(closedEOF)
 		return
 	}
-	if c.flows[1-d].shut {
-		c.finish(closedEOF)
+	if err := unix.Shutdown(c.fd[1-d], unix.SHUT_WR); err != nil {
+		c.finish(closedError)
 	}
 }

@@ -77,11 +77,11 @@ func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 // routeServer is one route's listener and state.
 type routeServer struct {
 	Route
-	ln      net.Listener
-	metrics *routeMetrics
+	ln        net.Listener
+	metrics   *routeMetrics
 	literal   netip.AddrPort // Upstream, when it is an IP literal
 	literalOK bool
-	up      atomic.Bool // last readiness check succeeded
+	up        atomic.Bool // last readiness check succeeded
 }
 
 // New validates cfg and builds a Server; nothing is bound until Start.

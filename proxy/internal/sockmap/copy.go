@@ -24,7 +24,7 @@ var ErrDataInUserspace = errors.New("relayed data reached userspace")
 // The program takes every segment, so the read Copy parks in returns only
 // at EOF or on an error. If tick is positive, Copy also wakes every tick to
 // add the bytes relayed since its last addition to moved; it adds the rest
-// before it returns. A held direction (flow.go) is relayed here, in
+// before it returns. A held direction (adoptStray) is relayed here, in
 // userspace, once the kernel has delivered what it redirected before.
 func (p *Pair) Copy(src *net.TCPConn, moved *atomic.Int64, tick time.Duration) error {
 	from := -1

@@ -36,8 +36,10 @@
 //     relays that connection in userspace.
 //
 // A redirected segment waits for the peer's send buffer in a kernel queue
-// that has no limit and does not close the sender's window; flow.go bounds
-// it by handing a direction that falls too far behind to userspace.
+// that has no limit and does not close the sender's window: there is no
+// backpressure toward a slow receiver (proxy/README.md, "Known limit"). An
+// opt-in bound that handed a lagging direction to userspace was removed: it
+// stalled, and under load it once duplicated a segment.
 //
 // Two ways in: Attach hands the sockets over and leaves the lifecycle to
 // the caller, who runs Copy per direction (the proxy's relay does, so its

@@ -36,8 +36,7 @@ type side struct {
 	cookie uint64
 	base   uint64 // written() when the pair was inserted
 
-	held      atomic.Bool   // its segments stay on it, for userspace (flow.go)
-	seen      uint64        // redirected count at the last sweep; the sweeper's
+	held      atomic.Bool   // its segments stay on it, for userspace (adoptStray)
 	userBytes atomic.Uint64 // bytes relayed in userspace once held
 	userLast  atomic.Uint64 // CLOCK_MONOTONIC of the last of those
 }
@@ -175,4 +174,16 @@ func (p *Pair) lastActive() (uint64, bool) {
 		last = max(last, c.LastNs, p.sides[i].userLast.Load())
 	}
 	return last, true
+}
+
+// hold makes the program keep from's segments on its socket; the pair's
+// reader takes over the direction when the first one arrives.
+func (p *Pair) hold(from int) {
+	src := &p.sides[from]
+	if src.held.Swap(true) {
+		return
+	}
+	if err := p.r.hold.Update(src.cookie, uint64(1), ebpf.UpdateAny); err != nil {
+		p.end(ReasonError)
+	}
 }

@@ -1,12 +1,10 @@
 package sockmap
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -31,15 +29,6 @@ type Options struct {
 	// MaxPairs bounds the connections relayed at once; Splice fails beyond
 	// it. The maps hold two entries per connection.
 	MaxPairs int
-	// MaxQueued, if positive, turns flow control on (flow.go): a direction
-	// with more than this many bytes redirected but not yet accepted by the
-	// receiving socket is handed to userspace. 0 leaves the kernel's
-	// redirect queue unbounded. Read flow.go before turning it on: the
-	// held path has its own unbounded queue.
-	MaxQueued int64
-	// FlowInterval is how often the queues are checked when MaxQueued is
-	// set. 0 means DefaultFlowInterval.
-	FlowInterval time.Duration
 }
 
 // Relay owns the BPF maps and the verdict program. It is safe for
@@ -50,23 +39,11 @@ type Relay struct {
 	hold     *ebpf.Map // hash: own cookie -> 1 while userspace relays it
 	prog     *ebpf.Program
 
-	maxQueued uint64
-	flowEvery time.Duration
-	stop      chan struct{}
-	swept     chan struct{} // closed when the sweeper has returned
-
-	mu      sync.Mutex
-	closed  bool
-	pairs   map[*Pair]struct{}
-	sources map[uint64]sideRef // by cookie, for the sweeper
-	copies  int                // Copy calls running; Close waits for 0
-	idle    sync.Cond          // on mu: copies reached 0
-}
-
-// sideRef names one socket of a pair.
-type sideRef struct {
-	p    *Pair
-	from int
+	mu     sync.Mutex
+	closed bool
+	pairs  map[*Pair]struct{}
+	copies int       // Copy calls running; Close waits for 0
+	idle   sync.Cond // on mu: copies reached 0
 }
 
 // Open creates the maps, loads the verdict program and attaches it to the
@@ -80,21 +57,11 @@ func Open(opts Options) (*Relay, error) {
 	if n > 1<<30 {
 		return nil, fmt.Errorf("sockmap: MaxPairs %d: too large", n)
 	}
-	if opts.MaxQueued < 0 || opts.FlowInterval < 0 {
-		return nil, fmt.Errorf("sockmap: MaxQueued %d, FlowInterval %s: must not be negative", opts.MaxQueued, opts.FlowInterval)
-	}
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later ones
 	// to the cgroup, and this is a no-op. Without privileges it fails
 	// whatever the kernel; then the map creation below says why.
 	memlockErr := rlimit.RemoveMemlock()
-	r := &Relay{
-		maxQueued: uint64(opts.MaxQueued),
-		flowEvery: cmp.Or(opts.FlowInterval, DefaultFlowInterval),
-		stop:      make(chan struct{}),
-		swept:     make(chan struct{}),
-		pairs:     make(map[*Pair]struct{}),
-		sources:   make(map[uint64]sideRef),
-	}
+	r := &Relay{pairs: make(map[*Pair]struct{})}
 	r.idle.L = &r.mu
 
 	var err error
@@ -121,12 +88,6 @@ func Open(opts Options) (*Relay, error) {
 		r.closeMaps()
 		return nil, unsupported("attach stream verdict to sockhash", err)
 	}
-	go func() {
-		defer close(r.swept)
-		if r.maxQueued > 0 {
-			r.sweep(r.stop)
-		}
-	}()
 	return r, nil
 }
 
@@ -188,8 +149,6 @@ func (r *Relay) Close() error {
 		r.idle.Wait()
 	}
 	r.mu.Unlock()
-	close(r.stop)
-	<-r.swept
 	err := link.RawDetachProgram(link.RawDetachProgramOptions(r.attachOptions()))
 	_ = r.prog.Close()
 	r.closeMaps()
@@ -213,16 +172,12 @@ func (r *Relay) add(p *Pair) error {
 		return ErrClosed
 	}
 	r.pairs[p] = struct{}{}
-	r.sources[p.sides[0].cookie] = sideRef{p, 0}
-	r.sources[p.sides[1].cookie] = sideRef{p, 1}
 	return nil
 }
 
 func (r *Relay) remove(p *Pair) {
 	r.mu.Lock()
 	delete(r.pairs, p)
-	delete(r.sources, p.sides[0].cookie)
-	delete(r.sources, p.sides[1].cookie)
 	r.mu.Unlock()
 }
 
