@@ -9,7 +9,8 @@ import (
 )
 
 // DialFunc dials an upstream. The default is net.Dialer.DialContext, which
-// resolves the host again on every call; that is what lets a changed Service
+// resolves the host again on every call (the event loops cache its result
+// for a second, upstream_name.go); that is what lets a changed Service
 // IP take effect without a restart.
 type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 

@@ -31,9 +31,10 @@ type loopConn struct {
 	client   netip.AddrPort
 	accepted time.Time
 
-	relaying     bool      // the header is queued and both flows run
-	dialStart    time.Time // for the dial duration metric
-	dialDeadline time.Time // in-loop connect only
+	relaying     bool           // the header is queued and both flows run
+	target       netip.AddrPort // what connect dials, for upstreamName.drop
+	dialStart    time.Time      // for the dial duration metric
+	dialDeadline time.Time      // in-loop connect only
 	cancelDial   context.CancelFunc
 
 	flows     [2]flow
@@ -75,11 +76,18 @@ func (c *loopConn) start() {
 	up.skip = up.n
 	c.flows[toClient].writable = true
 	c.dialStart = time.Now()
-	if c.rs.literalOK && s.dialDefault {
+	switch {
+	case c.rs.literalOK && s.dialDefault:
 		c.connect(c.rs.literal)
-		return
+	case c.rs.name != nil:
+		if ap, ok := c.rs.name.current(c.l.now); ok {
+			c.connect(ap)
+			return
+		}
+		c.dialExternal()
+	default:
+		c.dialExternal()
 	}
-	c.dialExternal()
 }
 
 // header formats the PROXY header for the client socket fd.
@@ -109,6 +117,7 @@ func setSockOpts(fd int) {
 // connect dials ap without blocking; the socket's first EPOLLOUT (or
 // EPOLLERR) ends the dial, in connectDone.
 func (c *loopConn) connect(ap netip.AddrPort) {
+	c.target = ap
 	family, sa := addrPortSockaddr(ap)
 	fd, err := syscall.Socket(family, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -163,11 +172,14 @@ func (c *loopConn) dialExternal() {
 	s := c.l.srv
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DialTimeout)
 	c.cancelDial = cancel
-	l, upstream := c.l, c.rs.Upstream
+	l, upstream, name := c.l, c.rs.Upstream, c.rs.name
 	go func() {
 		fd := -1
 		conn, err := s.dial(ctx, "tcp", upstream)
 		if err == nil {
+			if name != nil {
+				name.seed(conn.RemoteAddr())
+			}
 			fd, err = detachFD(conn)
 		}
 		if err != nil {
@@ -229,6 +241,9 @@ func (c *loopConn) dialFailed(err error) {
 	s := c.l.srv
 	m := c.rs.metrics
 	delete(c.l.dialing, c)
+	if c.rs.name != nil && c.target.IsValid() {
+		c.rs.name.drop(c.target)
+	}
 	m.dialDuration.Observe(time.Since(c.dialStart).Seconds())
 	cause := classifyDialError(err)
 	m.dialError(cause)

@@ -15,8 +15,9 @@ type Route struct {
 	// Listen is the local host:port to accept on. The host must be an IP
 	// literal or empty (all addresses); port 0 picks a free port.
 	Listen string
-	// Upstream is the host:port dialled for every accepted connection. The
-	// host is resolved again on every dial so a changed Service IP is seen.
+	// Upstream is the host:port dialled for every accepted connection. A
+	// name is re-resolved at most once a second (upstream_name.go), so a
+	// changed Service IP is seen.
 	Upstream string
 	// HeaderPort is the destination port written in the PROXY header. It
 	// defaults to the upstream port: that is the Service port clients dialled

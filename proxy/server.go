@@ -27,9 +27,10 @@ type Server struct {
 	copy   copyFunc       // the relay's byte mover; see copyFunc
 	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
 
-	copyDefault bool    // no withCopy: KernelRelay may replace copy
-	dialDefault bool    // no WithDialFunc: loops may connect themselves
-	loops       []*loop // the default relay; none with withCopy or the kernel relay
+	copyDefault bool       // no withCopy: KernelRelay may replace copy
+	dialDefault bool       // no WithDialFunc: loops may connect themselves
+	lookup      lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
+	loops       []*loop    // the default relay; none with withCopy or the kernel relay
 	version     string
 	metrics     *metrics
 	dialLog     *dialErrorLog
@@ -71,6 +72,9 @@ func WithDialFunc(d DialFunc) Option { return func(s *Server) { s.dial = d } }
 // withCopy replaces the relay's byte mover, e.g. with an in-kernel relay.
 func withCopy(c copyFunc) Option { return func(s *Server) { s.copy = c } }
 
+// withLookup replaces the resolver that refreshes upstream names.
+func withLookup(l lookupFunc) Option { return func(s *Server) { s.lookup = l } }
+
 // WithVersion sets the version reported in hairpin_proxy_build_info.
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 
@@ -81,7 +85,8 @@ type routeServer struct {
 	metrics   *routeMetrics
 	literal   netip.AddrPort // Upstream, when it is an IP literal
 	literalOK bool
-	up        atomic.Bool // last readiness check succeeded
+	name      *upstreamName // Upstream's address, when it is a name and the dialer ours
+	up        atomic.Bool   // last readiness check succeeded
 }
 
 // New validates cfg and builds a Server; nothing is bound until Start.
@@ -115,6 +120,9 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	for _, r := range cfg.Routes {
 		rs := &routeServer{Route: r, metrics: s.metrics.forRoute(r.Name)}
 		rs.literal, rs.literalOK = literalUpstream(r.Upstream)
+		if s.dialDefault && !rs.literalOK {
+			rs.name = newUpstreamName(r.Upstream, cfg.DialTimeout, s.lookup)
+		}
 		s.routes = append(s.routes, rs)
 	}
 	h, err := newHealth(s)

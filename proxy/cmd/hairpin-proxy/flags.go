@@ -153,7 +153,7 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 	fs.BoolVar(&o.Version, "version", false, "")
 
 	docs := []flagDoc{
-		{"route", routeSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (re-resolved on every dial), and write header-port (default: the UPSTREAM port) as the PROXY destination port and dest-addr (default: the accepted socket's local address, in a cluster the proxy pod's IP after DNAT, not the ClusterIP) as its destination address. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
+		{"route", routeSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (a name is re-resolved at most once a second), and write header-port (default: the UPSTREAM port) as the PROXY destination port and dest-addr (default: the accepted socket's local address, in a cluster the proxy pod's IP after DNAT, not the ClusterIP) as its destination address. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
 		{"proxy-protocol", "1|2", "PROXY protocol version to write.", false},
 		{"dial-timeout", "DURATION", "Upper bound on one upstream dial, DNS included. Must be > 0.", false},
 		{"idle-timeout", "DURATION", "Close a connection after no bytes moved in either direction for this long; 0 disables.", false},
