@@ -65,6 +65,7 @@ func skipWithoutKernelRelay(t *testing.T) {
 // the header alone, by design (see writeHeader).
 var kernelSuite = []string{
 	"TestLargeTransferBothWaysIsByteExact",
+	"TestConcurrentMixedTrafficIsByteExact",
 	"TestHalfCloseReachesUpstreamAndResponseStillArrives",
 	"TestIdleTimeoutClosesSilentConnection",
 	"TestIdleTimeoutSparesOneWayTraffic",
