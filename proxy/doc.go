@@ -12,9 +12,12 @@
 // Server.Start and Server.Shutdown. The command line (flags, environment
 // twins, the --route syntax) lives in cmd/hairpin-proxy.
 //
-// Once the header is written, a connection's bytes are moved by a copyFunc,
-// one call per direction; everything around it (half-close, the idle
-// timeout, byte accounting, drain and the connection cap) belongs to the
-// relay and the server, so the byte mover can be replaced without touching
-// those semantics.
+// Connections are served by event loops, one per GOMAXPROCS (loop.go):
+// each owns the connections it accepts, from accept4 to close, with
+// non-blocking system calls on one edge-triggered epoll instance and no
+// goroutine per connection. A connection's two directions are flows
+// (loop_flow.go); with the in-kernel relay a BPF sockhash moves their bytes
+// instead (loop_kernel.go) and the loop keeps the lifecycle: half-close,
+// the idle timeout, byte accounting, drain and the connection cap are the
+// same on both paths.
 package proxy

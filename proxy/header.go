@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"syscall"
 
 	proxyproto "github.com/pires/go-proxyproto"
 )
@@ -86,67 +85,4 @@ func probeHeader(version int) ([]byte, error) {
 		return nil, fmt.Errorf("build PROXY v%d probe header: %w", version, err)
 	}
 	return b, nil
-}
-
-// writeHeader writes the header to upstream in one write, together with
-// whatever the client has already sent: for a client that speaks first
-// (HTTP, a TLS ClientHello), the header and the first request leave in one
-// segment, which saves a system call here and a read and wake-up in the
-// upstream. It never waits for client bytes (a server-first protocol would
-// stall): the read is non-blocking and takes only what has arrived by the
-// time the upstream dial completed. It returns the payload bytes written.
-//
-// With early false the header is written alone. The in-kernel relay needs
-// that: a read that takes part of a queued segment leaves the rest of it
-// with an offset the sockhash handover does not honour, and the kernel then
-// redirects the whole segment, the bytes already sent included
-// (TestLargeTransferBothWaysIsByteExact in the kernel suite caught 16,340
-// duplicated bytes, one early read's worth, in about one run in three).
-func writeHeader(upstream, client *net.TCPConn, hdr *proxyproto.Header, early bool) (int, error) {
-	h, err := hdr.Format()
-	if err != nil {
-		return 0, fmt.Errorf("format PROXY header: %w", err)
-	}
-	if !early {
-		_, err := upstream.Write(h)
-		return 0, err
-	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := append((*bp)[:0], h...)
-	n, err := readAvailable(client, buf[len(buf):cap(buf)])
-	if err != nil {
-		return 0, err
-	}
-	buf = buf[:len(buf)+n]
-	if _, err := upstream.Write(buf); err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
-// readAvailable reads what the socket holds right now, without waiting.
-// EOF and "nothing yet" both read as 0 bytes: the relay will see the EOF
-// again on its first read. Any other error is returned.
-func readAvailable(c *net.TCPConn, b []byte) (int, error) {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return 0, err
-	}
-	var n int
-	var rerr error
-	if err := rc.Read(func(fd uintptr) bool {
-		for {
-			n, rerr = syscall.Read(int(fd), b)
-			if rerr != syscall.EINTR {
-				return true
-			}
-		}
-	}); err != nil {
-		return 0, err
-	}
-	if rerr == syscall.EAGAIN || n < 0 {
-		return 0, nil
-	}
-	return n, rerr
 }

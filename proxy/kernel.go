@@ -20,7 +20,7 @@ var openKernelRelay = sockmap.Open
 // it, and otherwise, or if the kernel or the privileges are missing, leaves
 // the userspace relay in place: one log line and the gauge say which.
 func (s *Server) startKernelRelay() {
-	if !s.cfg.KernelRelay || !s.copyDefault {
+	if !s.cfg.KernelRelay {
 		s.metrics.setKernelRelay(kernelOff)
 		return
 	}
@@ -35,7 +35,6 @@ func (s *Server) startKernelRelay() {
 		return
 	}
 	s.kernel = r
-	s.copy = newKernelCopier(r, s.metrics.kernelUserspace.Inc).copy
 	s.metrics.setKernelRelay(kernelActive)
 	s.log.Info("in-kernel relay active: connections are relayed by a BPF sockhash")
 }

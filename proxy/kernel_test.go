@@ -26,7 +26,7 @@ var kernelRelayUnderTest = os.Getenv(kernelSuiteEnv) == "1"
 // back to the userspace relay: that run would prove nothing.
 func requireKernelRelay(t testing.TB, s *Server) {
 	t.Helper()
-	if !kernelRelayUnderTest || !s.cfg.KernelRelay || !s.copyDefault {
+	if !kernelRelayUnderTest || !s.cfg.KernelRelay {
 		return
 	}
 	if s.kernel == nil {
@@ -62,7 +62,7 @@ func skipWithoutKernelRelay(t *testing.T) {
 // the connection cap, bytes in the metrics, no leak after 10,000
 // connections (with no pair or map entry left, assertNoKernelLeak).
 // TestClientFirstBytesTravelWithHeader is not in it: the kernel path writes
-// the header alone, by design (see writeHeader).
+// the header alone, by design (see handOver).
 var kernelSuite = []string{
 	"TestLargeTransferBothWaysIsByteExact",
 	"TestConcurrentMixedTrafficIsByteExact",

@@ -43,10 +43,12 @@ type loop struct {
 
 	listeners []*loopListener
 
-	tick     time.Duration
-	nextTick time.Time
-	dialing  map[*loopConn]struct{} // connections waiting for connect
-	now      time.Time              // the clock, read once per batch
+	tick      time.Duration
+	nextTick  time.Time
+	dialing   map[*loopConn]struct{} // connections waiting for connect
+	flushing  map[*loopConn]struct{} // kernel flows waiting for Flushed
+	nextFlush time.Time
+	now       time.Time // the clock, read once per batch
 
 	mu       sync.Mutex
 	inbox    []func()
@@ -65,6 +67,19 @@ const (
 	evClient
 	evUpstream
 )
+
+// maxTick bounds the loop's clock: how stale the byte metrics of a long
+// transfer may be, and how late idleness is noticed.
+const maxTick = 5 * time.Second
+
+// relayTick is the clock period for an idle timeout; a tenth of it keeps
+// the overshoot to ~10 %.
+func relayTick(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		return maxTick
+	}
+	return min(max(idle/10, 10*time.Millisecond), maxTick)
+}
 
 // epollBatch is how many events one epoll_wait returns at most.
 const epollBatch = 256
@@ -102,9 +117,10 @@ func newLoop(s *Server) (*loop, error) {
 	}
 	l := &loop{
 		srv: s, epfd: epfd, ep: ep, eprc: eprc, wakefd: wakefd,
-		tick:    relayTick(s.cfg.IdleTimeout),
-		dialing: map[*loopConn]struct{}{},
-		done:    make(chan struct{}),
+		tick:     relayTick(s.cfg.IdleTimeout),
+		dialing:  map[*loopConn]struct{}{},
+		flushing: map[*loopConn]struct{}{},
+		done:     make(chan struct{}),
 	}
 	if err := l.ctl(unix.EPOLL_CTL_ADD, wakefd, unix.EPOLLIN, evWake, 0); err != nil {
 		l.closeFDs()
@@ -262,11 +278,14 @@ func (l *loop) deadline() time.Time {
 			next = li.resume
 		}
 	}
-	if r := next.Round(deadlineGrain); r.Before(next) {
-		return r.Add(deadlineGrain)
-	} else {
-		return r
+	r := next.Round(deadlineGrain)
+	if r.Before(next) {
+		r = r.Add(deadlineGrain)
 	}
+	if len(l.flushing) > 0 && l.nextFlush.Before(r) {
+		return l.nextFlush
+	}
+	return r
 }
 
 func (l *loop) handle(ev unix.EpollEvent) {
@@ -298,7 +317,16 @@ func (l *loop) timers() {
 	for _, li := range l.listeners {
 		if !li.resume.IsZero() && !l.now.Before(li.resume) {
 			li.resume = time.Time{}
-			l.listen(li)
+			_ = l.listen(li)
+		}
+	}
+	if len(l.flushing) > 0 && !l.now.Before(l.nextFlush) {
+		l.nextFlush = l.now.Add(flushPoll)
+		waiting := l.flushing
+		l.flushing = map[*loopConn]struct{}{}
+		for c := range waiting {
+			c.pump(toUp)
+			c.pump(toClient)
 		}
 	}
 	if l.now.Before(l.nextTick) {

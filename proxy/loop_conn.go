@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
 )
 
 // Sides of a loopConn: fd[client] is the accepted socket, fd[upstream]
@@ -19,6 +21,12 @@ import (
 const (
 	sideClient = iota
 	sideUpstream
+)
+
+// Flows, by the side they read.
+const (
+	toUp     = sideClient
+	toClient = sideUpstream
 )
 
 // loopConn is one connection owned by a loop, from accept to close. Only
@@ -38,7 +46,8 @@ type loopConn struct {
 	cancelDial   context.CancelFunc
 
 	flows     [2]flow
-	published [2]int64 // bytes the metrics have seen, per flow
+	pair      *sockmap.Pair // the in-kernel relay's hold on both sockets
+	published [2]int64      // bytes the metrics have seen, per flow
 	lastMove  time.Time
 	closed    bool
 }
@@ -264,6 +273,9 @@ func (c *loopConn) connected() {
 	c.lastMove = c.l.now
 	up := &c.flows[toUp]
 	up.writable = true
+	if c.l.srv.kernel != nil && c.handOver() {
+		return
+	}
 	if up.readable && !c.fill(toUp) {
 		return
 	}
@@ -334,7 +346,7 @@ func (c *loopConn) publish() bool {
 	any := false
 	sinks := [2]func(float64){c.rs.metrics.bytesToUp.Add, c.rs.metrics.bytesToCli.Add}
 	for d := range c.flows {
-		if n := c.flows[d].moved; n != c.published[d] {
+		if n := c.flows[d].moved + c.kernelMoved(d); n != c.published[d] {
 			sinks[d](float64(n - c.published[d]))
 			c.published[d] = n
 			any = true
@@ -358,7 +370,7 @@ func (c *loopConn) finish(reason string) {
 		// when debug logging is off.
 		if log := c.l.srv.log; log.Enabled(context.Background(), slog.LevelDebug) {
 			log.Debug("connection closed", "route", c.rs.Name, "client", c.client.String(),
-				"reason", reason, "client_to_upstream", c.flows[toUp].moved, "upstream_to_client", c.flows[toClient].moved,
+				"reason", reason, "client_to_upstream", c.published[toUp], "upstream_to_client", c.published[toClient],
 				"duration", time.Since(c.accepted))
 		}
 	}
@@ -369,6 +381,11 @@ func (c *loopConn) finish(reason string) {
 func (c *loopConn) end(resetClient bool) {
 	c.closed = true
 	delete(c.l.dialing, c)
+	delete(c.l.flushing, c)
+	if c.pair != nil {
+		c.pair.Release()
+		c.pair = nil
+	}
 	if c.cancelDial != nil {
 		c.cancelDial()
 	}

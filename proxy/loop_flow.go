@@ -2,14 +2,32 @@ package proxy
 
 import (
 	"errors"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
+// smallBuf is the user-space buffer of one read. A read that fills it marks
+// its direction as bulk.
+const smallBuf = 16 << 10
+
+// pipeSize is the pipe capacity asked for once a direction splices: larger
+// pipes mean fewer splice calls per megabyte.
+const pipeSize = 1 << 20
+
+// spliceFlags: never block inside the kernel (the loop waits), and move
+// pages rather than copy where the kernel can.
+const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
+
+// bufPool holds the user-space buffers. A flow takes one only once its
+// source is readable and returns it once its bytes are written, so an idle
+// connection holds no buffer at all.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, smallBuf); return &b }}
+
 // flow is one direction of a loopConn: the bytes read from one socket that
 // the other has not taken yet, and what the loop knows of both sockets.
 //
-// Like adaptiveCopy, a flow starts with a pooled user-space buffer, the
+// A flow starts with a pooled user-space buffer, the
 // cheapest path for requests and responses, and switches to splice through
 // a pipe of its own once a read fills the buffer (the direction is bulk),
 // after HAProxy's splice-auto. Backpressure is the same in both modes:
@@ -30,6 +48,8 @@ type flow struct {
 	rdhup    bool // the source's peer half-closed: read to EOF, trust no short read
 	eof      bool // the source reached EOF
 	shut     bool // EOF passed on: the destination is half-closed
+	kernel   bool // the in-kernel relay moves this flow's bytes (loop_kernel.go)
+	held     bool // adopted from the kernel: write only once it has flushed
 
 	moved int64 // payload bytes delivered to the destination
 }
@@ -67,10 +87,14 @@ func (f *flow) release() {
 // or the connection ends.
 func (c *loopConn) pump(d int) {
 	f := &c.flows[d]
+	if f.kernel {
+		c.pumpKernel(d)
+		return
+	}
 	for !c.closed {
 		switch {
 		case f.pending():
-			if !f.writable || !c.flush(d) {
+			if !f.writable || c.heldBack(d) || !c.flush(d) {
 				return
 			}
 		case f.eof:

@@ -24,13 +24,11 @@ type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	dial   DialFunc
-	copy   copyFunc       // the relay's byte mover; see copyFunc
 	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
 
-	copyDefault bool       // no withCopy: KernelRelay may replace copy
 	dialDefault bool       // no WithDialFunc: loops may connect themselves
 	lookup      lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
-	loops       []*loop    // the default relay; none with withCopy or the kernel relay
+	loops       []*loop    // one per GOMAXPROCS; they own every connection
 	version     string
 	metrics     *metrics
 	dialLog     *dialErrorLog
@@ -41,14 +39,12 @@ type Server struct {
 	active atomic.Int64 // connections holding a --max-conns slot
 
 	mu        sync.Mutex
-	conns     map[*clientConn]struct{}
-	work      chan *clientConn // to idle setup workers; see dispatch
-	started   bool             // Start was called (or Shutdown ran first)
-	running   bool             // Start succeeded
-	accepting bool             // false once the listeners begin to close
-	stopping  atomic.Bool      // /readyz fails from here on
+	started   bool        // Start was called (or Shutdown ran first)
+	running   bool        // Start succeeded
+	accepting bool        // false once the listeners begin to close
+	stopping  atomic.Bool // /readyz fails from here on
 
-	connWG sync.WaitGroup // one per clientConn handler
+	connWG sync.WaitGroup // one per admitted connection
 	bgWG   sync.WaitGroup // accept loops, checkers, summariser
 
 	bgCtx    context.Context
@@ -68,9 +64,6 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 // slow or failing upstreams. It is used for client connections and for the
 // readiness check alike.
 func WithDialFunc(d DialFunc) Option { return func(s *Server) { s.dial = d } }
-
-// withCopy replaces the relay's byte mover, e.g. with an in-kernel relay.
-func withCopy(c copyFunc) Option { return func(s *Server) { s.copy = c } }
 
 // withLookup replaces the resolver that refreshes upstream names.
 func withLookup(l lookupFunc) Option { return func(s *Server) { s.lookup = l } }
@@ -100,15 +93,9 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 		cfg:     cfg,
 		log:     slog.New(slog.DiscardHandler),
 		version: "dev",
-		conns:   map[*clientConn]struct{}{},
-		work:    make(chan *clientConn),
 	}
 	for _, o := range opts {
 		o(s)
-	}
-	if s.copy == nil {
-		s.copy = adaptiveCopy
-		s.copyDefault = true
 	}
 	if s.dial == nil {
 		s.dialDefault = true
@@ -168,11 +155,10 @@ func (s *Server) Start() error {
 			return fmt.Errorf("health-addr: listen: %w", err)
 		}
 	}
-	if s.copyDefault && s.kernel == nil {
-		if err := s.makeLoops(); err != nil {
-			s.closeListeners()
-			return fmt.Errorf("event loop: %w", err)
-		}
+	if err := s.makeLoops(); err != nil {
+		s.closeListeners()
+		s.closeKernelRelay()
+		return fmt.Errorf("event loop: %w", err)
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	s.accepting = true
@@ -187,9 +173,6 @@ func (s *Server) Start() error {
 		go l.run()
 	}
 	for _, rs := range s.routes {
-		if s.loops == nil {
-			s.bgWG.Go(func() { s.acceptLoop(rs) })
-		}
 		s.log.Info("route listening", "route", rs.Name, "listen", rs.ln.Addr().String(),
 			"upstream", rs.Upstream, "header_port", rs.HeaderPort)
 	}
@@ -321,103 +304,22 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// abortAll closes every connection with reason and returns how many there
+// were.
 func (s *Server) abortAll(reason string) int {
-	s.mu.Lock()
-	list := make([]*clientConn, 0, len(s.conns))
-	for c := range s.conns {
-		list = append(list, c)
-	}
-	s.mu.Unlock()
-	for _, c := range list {
-		c.abort(reason)
-	}
-	n := len(list)
+	n := 0
 	for _, l := range s.loops {
 		l.call(func() { n += l.abortAll(reason) })
 	}
 	return n
 }
 
-// acceptLoop accepts until the listener closes. Temporary errors (EMFILE
-// above all) back off like net/http instead of spinning.
-func (s *Server) acceptLoop(rs *routeServer) {
-	var backoff time.Duration
-	for {
-		conn, err := rs.ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
-			s.log.Error("accept failed; backing off", "route", rs.Name, "err", err, "backoff", backoff)
-			time.Sleep(backoff)
-			continue
-		}
-		backoff = 0
-		s.admit(rs, conn)
-	}
-}
-
-// admit applies the shutdown gate and the connection cap, then hands the
-// connection to its own goroutine. The gate and the WaitGroup Add share
-// s.mu with shutdown, so no connection slips in after the drain wait began.
-func (s *Server) admit(rs *routeServer, conn net.Conn) {
-	rs.metrics.accepted.Inc()
-	// The connection is complete, its cancel function included, before
-	// s.conns publishes it: abortAll may call abort the moment s.mu is
-	// released.
-	c := &clientConn{srv: s, rs: rs, conn: conn, accepted: time.Now()}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	if reason := s.gate(func() { s.conns[c] = struct{}{} }); reason != "" {
-		c.cancel()
-		rs.metrics.refuse(reason)
-		if reason == refusedCap {
-			s.log.Debug("connection over cap refused", "route", rs.Name, "client", conn.RemoteAddr().String(), "max_conns", s.cfg.MaxConns)
-		}
-		resetClose(conn)
-		return
-	}
-	rs.metrics.active.Inc()
-	s.dispatch(c)
-}
-
-// workerIdle is how long a connection-setup worker waits for the next
-// connection before it exits.
-const workerIdle = time.Second
-
-// dispatch hands c to an idle setup worker, or starts one. Workers keep
-// the stack that building a header and dialling grew (several KiB), so a
-// steady stream of new connections pays no stack growth; the relay's own
-// goroutines start small and stay small, which is what idle connections
-// cost in memory.
-func (s *Server) dispatch(c *clientConn) {
-	select {
-	case s.work <- c:
-	default:
-		go s.worker(c)
-	}
-}
-
-func (s *Server) worker(c *clientConn) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
-		c.serve()
-		t.Reset(workerIdle)
-		select {
-		case c = <-s.work:
-		case <-t.C:
-			return
-		}
-	}
-}
-
 // gate admits a connection, or names the refusal: shutdown once the
 // listeners began closing, cap over --max-conns. An admitted connection
-// holds a place in the cap and in the drain wait, and register (if any)
-// runs under the same lock. The gate and the WaitGroup Add share s.mu with
-// shutdown, so no connection slips in after the drain wait began.
-func (s *Server) gate(register func()) string {
+// holds a place in the cap and in the drain wait. The gate and the
+// WaitGroup Add share s.mu with shutdown, so no connection slips in after
+// the drain wait began.
+func (s *Server) gate() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.accepting {
@@ -428,9 +330,6 @@ func (s *Server) gate(register func()) string {
 	}
 	s.active.Add(1)
 	s.connWG.Add(1)
-	if register != nil {
-		register()
-	}
 	return ""
 }
 
@@ -439,13 +338,6 @@ func (s *Server) releaseSlot(rs *routeServer) {
 	rs.metrics.active.Dec()
 	s.active.Add(-1)
 	s.connWG.Done()
-}
-
-func (s *Server) release(c *clientConn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-	s.releaseSlot(c.rs)
 }
 
 // makeLoops builds one event loop per GOMAXPROCS, each with its copy of
@@ -483,14 +375,4 @@ func (s *Server) stopLoops() {
 		l.call(func() { l.stop = true })
 		<-l.done
 	}
-}
-
-// resetClose closes with an RST so a refused client fails fast with
-// "connection reset" instead of reading a clean EOF it could mistake for an
-// empty response; it also leaves no TIME_WAIT behind on the proxy.
-func resetClose(conn net.Conn) {
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
 }

@@ -107,28 +107,8 @@ func (c *copier) run() error {
 	return nil
 }
 
-// adoptStray decides about data that reached userspace on a direction that
-// is not held. The program keeps a segment on its socket when the peer is
-// not in the sockhash, which happens during the handover although the
-// receive low-water mark holds segments back then: a FIN sets SOCK_DONE,
-// and TCP signals data-ready for it whatever the mark, so a response and
-// FIN arriving between the two insertions meet the program with the peer
-// missing. Nothing can follow a FIN, so such data is safe to relay here as
-// long as nothing from this socket was redirected: the direction is held
-// (so nothing will be), the socket's lock is taken once (so a program run
-// in flight has finished) and the redirected count must still be zero.
-// Otherwise bytes may already be out of order, and the connection must go.
-func (c *copier) adoptStray() bool {
-	c.p.hold(c.p.index(c.src))
-	if _, err := written(c.src.conn); err != nil { // TCP_INFO locks the socket
-		return false
-	}
-	var ctr counter
-	if err := c.p.r.counters.Lookup(c.src.cookie, &ctr); err != nil {
-		return false
-	}
-	return ctr.Bytes == 0
-}
+// adoptStray is AdoptStray for this Copy's direction.
+func (c *copier) adoptStray() bool { return c.p.AdoptStray(c.p.index(c.src)) }
 
 // userspace relays a held direction, starting with first, until src's EOF
 // (returned as io.EOF) or an error. It begins once dst has accepted every
@@ -145,8 +125,7 @@ func (c *copier) userspace(first []byte) error {
 		if _, err := c.dst.conn.Write(b); err != nil {
 			return err
 		}
-		c.src.userBytes.Add(uint64(len(b)))
-		c.src.userLast.Store(monoNow())
+		c.p.AddUserspace(c.p.index(c.src), len(b))
 		n, err := c.read(buf)
 		if err != nil {
 			return err
@@ -155,23 +134,16 @@ func (c *copier) userspace(first []byte) error {
 	}
 }
 
-// flushed waits until dst has accepted every byte the program redirected
-// from src, which the kernel sends from a work queue after the program
-// returns: shutting dst down before that would make those late writes
-// fail. It returns false when a socket was closed or the pair released
-// first.
+// flushed waits until Flushed holds for this Copy's direction. It returns
+// false when a socket was closed or the pair released first.
 func (c *copier) flushed() bool {
 	wait := 50 * time.Microsecond
 	for {
-		var ctr counter
-		if err := c.p.r.counters.Lookup(c.src.cookie, &ctr); err != nil {
-			return false
-		}
-		w, err := written(c.dst.conn)
+		ok, err := c.p.Flushed(c.p.index(c.src))
 		if err != nil {
 			return false
 		}
-		if w-c.dst.base >= ctr.Bytes+c.src.userBytes.Load() {
+		if ok {
 			return true
 		}
 		time.Sleep(wait)

@@ -32,7 +32,7 @@ type Pair struct {
 
 // side is one socket of a pair, and the direction it is the source of.
 type side struct {
-	conn   *net.TCPConn
+	sock
 	cookie uint64
 	base   uint64 // written() when the pair was inserted
 
@@ -55,12 +55,25 @@ type side struct {
 // On error the connections are left as they were, still usable by a
 // userspace relay.
 func (r *Relay) Attach(client, upstream *net.TCPConn) (*Pair, error) {
+	return r.attach(sock{conn: client}, sock{conn: upstream})
+}
+
+// AttachFD is Attach for bare socket descriptors, for a caller that runs
+// its own event loop instead of Copy: it watches each socket for EOF
+// (a read returns 0; data it reads is a stray segment, see AdoptStray),
+// waits for Flushed before it half-closes the other socket, reads the
+// counts with Moved, and calls Release. The descriptors stay the caller's.
+func (r *Relay) AttachFD(client, upstream int) (*Pair, error) {
+	return r.attach(sock{fd: client}, sock{fd: upstream})
+}
+
+func (r *Relay) attach(client, upstream sock) (*Pair, error) {
 	p := &Pair{r: r}
-	p.sides[0].conn, p.sides[1].conn = client, upstream
+	p.sides[0].sock, p.sides[1].sock = client, upstream
 	for i := range p.sides {
 		s := &p.sides[i]
 		var err error
-		if s.cookie, err = cookie(s.conn); err != nil {
+		if s.cookie, err = cookie(s.sock); err != nil {
 			return nil, fmt.Errorf("sockmap: attach: %w", err)
 		}
 	}
@@ -83,20 +96,20 @@ func (r *Relay) Attach(client, upstream *net.TCPConn) (*Pair, error) {
 func (p *Pair) insert() (err error) {
 	c, u := &p.sides[0], &p.sides[1]
 	for _, s := range []*side{c, u} {
-		if err := setLowat(s.conn, gateLowat); err != nil {
+		if err := setLowat(s.sock, gateLowat); err != nil {
 			return err
 		}
 	}
 	defer func() {
 		if err != nil {
 			p.r.deleteEntries(c.cookie, u.cookie)
-			_ = setLowat(c.conn, 1)
-			_ = setLowat(u.conn, 1)
+			_ = setLowat(c.sock, 1)
+			_ = setLowat(u.sock, 1)
 		}
 	}()
 	p.started = monoNow()
 	for _, s := range []*side{c, u} {
-		if s.base, err = written(s.conn); err != nil {
+		if s.base, err = written(s.sock); err != nil {
 			return err
 		}
 		if err = p.r.counters.Update(s.cookie, counter{LastNs: p.started}, ebpf.UpdateNoExist); err != nil {
@@ -105,7 +118,7 @@ func (p *Pair) insert() (err error) {
 	}
 	// peers[own cookie] = the socket to redirect to.
 	for _, e := range []struct{ from, to *side }{{c, u}, {u, c}} {
-		fd, err := socketFD(e.to.conn)
+		fd, err := socketFD(e.to.sock)
 		if err != nil {
 			return err
 		}
@@ -118,7 +131,7 @@ func (p *Pair) insert() (err error) {
 		}
 	}
 	for _, s := range []*side{c, u} {
-		if err = setLowat(s.conn, 1); err != nil {
+		if err = setLowat(s.sock, 1); err != nil {
 			return err
 		}
 	}
@@ -187,3 +200,61 @@ func (p *Pair) hold(from int) {
 		p.end(ReasonError)
 	}
 }
+
+// AdoptStray decides about data that reached userspace from side from, a
+// direction that is not held. The program keeps a segment on its socket
+// when the peer is not in the sockhash, which happens during the handover
+// although the receive low-water mark holds segments back then: a FIN sets
+// SOCK_DONE, and TCP signals data-ready for it whatever the mark, so a
+// response and FIN arriving between the two insertions meet the program
+// with the peer missing. Nothing can follow a FIN, so such data is safe to
+// relay in userspace as long as nothing from this socket was redirected:
+// the direction is held (so nothing will be), the socket's lock is taken
+// once (so a program run in flight has finished) and the redirected count
+// must still be zero. If AdoptStray returns false, bytes may already be out
+// of order, and the connection must go. Once it returns true the caller
+// relays the direction, after Flushed, with plain reads (the held segments
+// are on the socket's BPF ingress queue, which splice(2) would bypass), and
+// books each write with AddUserspace.
+func (p *Pair) AdoptStray(from int) bool {
+	src := &p.sides[from]
+	p.hold(from)
+	if _, err := written(src.sock); err != nil { // TCP_INFO locks the socket
+		return false
+	}
+	var ctr counter
+	if err := p.r.counters.Lookup(src.cookie, &ctr); err != nil {
+		return false
+	}
+	return ctr.Bytes == 0
+}
+
+// Flushed reports whether the other socket has accepted every byte relayed
+// from side from. The kernel sends redirected bytes from a work queue after
+// the program returns, so the caller must wait for this before it
+// half-closes the other socket (those late writes would fail) or writes to
+// it in userspace (they would be reordered). An error means a socket was
+// closed or the pair released.
+func (p *Pair) Flushed(from int) (bool, error) {
+	src, dst := &p.sides[from], &p.sides[1-from]
+	var ctr counter
+	if err := p.r.counters.Lookup(src.cookie, &ctr); err != nil {
+		return false, err
+	}
+	w, err := written(dst.sock)
+	if err != nil {
+		return false, err
+	}
+	return w-dst.base >= ctr.Bytes+src.userBytes.Load(), nil
+}
+
+// AddUserspace books n bytes of side from's direction that the caller
+// relayed in userspace (a held direction), for Moved and the idle clock.
+func (p *Pair) AddUserspace(from, n int) {
+	p.sides[from].userBytes.Add(uint64(n))
+	p.sides[from].userLast.Store(monoNow())
+}
+
+// Moved is what has been relayed from side from (0: the client, 1: the
+// upstream), by the kernel and in userspace; 0 after Release.
+func (p *Pair) Moved(from int) uint64 { return p.moved(from) }

@@ -36,7 +36,7 @@ func sockhashSpec(n uint32) *ebpf.MapSpec { return mapSpec("hairpin_peers", ebpf
 func countersSpec(n uint32) *ebpf.MapSpec { return mapSpec("hairpin_bytes", ebpf.Hash, 16, n) }
 
 // holdSpec marks the sockets whose segments stay on their own socket, for
-// userspace to relay (copy.go).
+// userspace to relay (copy.go, and the proxy's loop_kernel.go).
 func holdSpec(n uint32) *ebpf.MapSpec { return mapSpec("hairpin_hold", ebpf.Hash, 8, n) }
 
 // verdictSpec is the stream verdict, in C:

@@ -13,9 +13,19 @@ import (
 // caps it at half of tcp_rmem[2].
 const gateLowat = 1 << 30
 
+// sock is one socket of a pair: a *net.TCPConn (Attach), or a bare
+// descriptor (AttachFD) owned by a caller with its own event loop.
+type sock struct {
+	conn *net.TCPConn // nil for a bare descriptor
+	fd   int
+}
+
 // control runs f on the socket's descriptor.
-func control(c *net.TCPConn, f func(fd int) error) error {
-	rc, err := c.SyscallConn()
+func (s sock) control(f func(fd int) error) error {
+	if s.conn == nil {
+		return f(s.fd)
+	}
+	rc, err := s.conn.SyscallConn()
 	if err != nil {
 		return err
 	}
@@ -26,18 +36,19 @@ func control(c *net.TCPConn, f func(fd int) error) error {
 	return ferr
 }
 
-// socketFD returns the descriptor; the caller keeps c alive while using it.
-func socketFD(c *net.TCPConn) (int, error) {
+// socketFD returns the descriptor; the caller keeps the socket alive while
+// using it.
+func socketFD(s sock) (int, error) {
 	var out int
-	err := control(c, func(fd int) error { out = fd; return nil })
+	err := s.control(func(fd int) error { out = fd; return nil })
 	return out, err
 }
 
 // cookie is the kernel's socket cookie (SO_COOKIE), the key the verdict
 // program reads with bpf_get_socket_cookie.
-func cookie(c *net.TCPConn) (uint64, error) {
+func cookie(s sock) (uint64, error) {
 	var v uint64
-	err := control(c, func(fd int) (err error) {
+	err := s.control(func(fd int) (err error) {
 		v, err = unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_COOKIE)
 		return err
 	})
@@ -50,8 +61,8 @@ func cookie(c *net.TCPConn) (uint64, error) {
 // setLowat sets SO_RCVLOWAT. TCP signals data-ready as part of the call when
 // the queued bytes reach the new mark (tcp_set_rcvlowat), which is how
 // lowering it hands already queued segments to the verdict program.
-func setLowat(c *net.TCPConn, n int) error {
-	err := control(c, func(fd int) error {
+func setLowat(s sock, n int) error {
+	err := s.control(func(fd int) error {
 		return unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVLOWAT, n)
 	})
 	if err != nil {
@@ -65,10 +76,10 @@ func setLowat(c *net.TCPConn, n int) error {
 // plus bytes still in the send queue. The two are read one after the other;
 // acknowledgements arriving in between make the sum low, never high, so a
 // reading that reaches a target is proof.
-func written(c *net.TCPConn) (uint64, error) {
+func written(s sock) (uint64, error) {
 	var acked uint64
 	var outq int
-	err := control(c, func(fd int) error {
+	err := s.control(func(fd int) error {
 		info, err := unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
 		if err != nil {
 			return fmt.Errorf("TCP_INFO: %w", err)
