@@ -16,6 +16,21 @@ import (
 // flushPoll, and then half-closes it as a user-space flow would. Byte
 // counts and the idle clock read the program's counters at each tick.
 
+// kernelEvents is the interest set of a socket in the kernel's hands: EOF
+// and stray segments only.
+const kernelEvents = unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLET
+
+// interest changes what both sockets signal. A socket whose registration
+// fails cannot be watched: the connection ends.
+func (c *loopConn) interest(events uint32) {
+	for side, kind := range [2]int32{evClient, evUpstream} {
+		if err := c.l.ctl(unix.EPOLL_CTL_MOD, c.fd[side], events, kind, c.slot); err != nil {
+			c.finish(closedError)
+			return
+		}
+	}
+}
+
 // flushPoll is how often a flow at EOF checks that the kernel has sent
 // what it redirected; usually it has by the first check.
 const flushPoll = 200 * time.Microsecond
@@ -52,6 +67,9 @@ func (c *loopConn) handOver() bool {
 	}
 	c.pair = p
 	c.flows[toUp].kernel, c.flows[toClient].kernel = true, true
+	// The kernel's sends make each socket signal EPOLLOUT on every
+	// acknowledgement; the loop writes nothing now, so it stops asking.
+	c.interest(kernelEvents)
 	c.pump(toUp)
 	c.pump(toClient)
 	return true
@@ -95,6 +113,7 @@ func (c *loopConn) pumpKernel(d int) {
 		}
 		f.n = n
 		f.kernel, f.held, f.noPipe = false, true, true
+		c.interest(connEvents)
 		c.pump(d)
 		return
 	}
