@@ -15,10 +15,12 @@ import (
 // flood of SYNs cannot starve the connections the loop already relays.
 const acceptBatch = 64
 
-// loopListener is one loop's copy of a route's listening socket. Each loop
-// holds a duplicate descriptor registered with EPOLLEXCLUSIVE: the kernel
-// wakes one loop per new connection, and the loop that accepts it owns it,
-// so no connection is handed between threads.
+// loopListener is one loop's own listening socket for a route. Every
+// route listens with SO_REUSEPORT, once per loop: the kernel spreads new
+// connections over the loops by a hash of their addresses, and the loop
+// that accepts a connection owns it, so no connection is handed between
+// threads. (One socket shared by every loop's epoll would wake whichever
+// loop came first, and a burst of connections would all land on it.)
 type loopListener struct {
 	rs      *routeServer
 	fd      int // -1 once closed
@@ -27,9 +29,21 @@ type loopListener struct {
 	backoff time.Duration // the last backoff, doubled on each error
 }
 
-// addListener duplicates rs's listening socket for this loop and registers
-// it. It runs before the loop starts.
-func (l *loop) addListener(rs *routeServer) error {
+// reusePort is the route listener's net.ListenConfig.Control.
+func reusePort(_, _ string, rc syscall.RawConn) error {
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	}); err != nil {
+		return err
+	}
+	return os.NewSyscallError("setsockopt SO_REUSEPORT", serr)
+}
+
+// addListener gives the loop its socket for rs: the first loop a duplicate
+// of the route's listener, the others a socket of their own bound to the
+// same address. It runs before the loop starts.
+func (l *loop) addListener(rs *routeServer, first bool) error {
 	tl, ok := rs.ln.(*net.TCPListener)
 	if !ok {
 		return fmt.Errorf("route %q: listener is %T, not TCP", rs.Name, rs.ln)
@@ -40,33 +54,88 @@ func (l *loop) addListener(rs *routeServer) error {
 	}
 	dfd := -1
 	var derr error
-	if err := rc.Control(func(fd uintptr) { dfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+	if err := rc.Control(func(fd uintptr) {
+		if first {
+			dfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+			derr = os.NewSyscallError("fcntl", derr)
+			return
+		}
+		dfd, derr = listenLike(int(fd))
+	}); err != nil {
 		return fmt.Errorf("route %q: listener: %w", rs.Name, err)
 	}
 	if derr != nil {
-		return fmt.Errorf("route %q: duplicate listener: %w", rs.Name, os.NewSyscallError("fcntl", derr))
+		return fmt.Errorf("route %q: listener for an event loop: %w", rs.Name, derr)
 	}
 	li := &loopListener{rs: rs, fd: dfd, n: int32(len(l.listeners))}
 	l.listeners = append(l.listeners, li)
 	return l.listen(li)
 }
 
-// listen registers li with the loop's epoll. EPOLLEXCLUSIVE is only
-// accepted by EPOLL_CTL_ADD, so a backoff removes the listener and listen
-// adds it again.
+// listenBacklog is what listen(2) asks for; the kernel caps it at
+// net.core.somaxconn, as it does Go's own.
+const listenBacklog = 4096
+
+// listenLike opens a listening socket with fd's family, address and
+// dual-stack setting, sharing its port through SO_REUSEPORT.
+func listenLike(fd int) (int, error) {
+	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil {
+		return -1, os.NewSyscallError("getsockopt SO_DOMAIN", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		return -1, os.NewSyscallError("getsockname", err)
+	}
+	nfd, err := syscall.Socket(domain, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, os.NewSyscallError("socket", err)
+	}
+	opts := [][2]int{{unix.SOL_SOCKET, unix.SO_REUSEADDR}, {unix.SOL_SOCKET, unix.SO_REUSEPORT}}
+	if domain == unix.AF_INET6 {
+		v6only, err := unix.GetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY)
+		if err != nil {
+			_ = unix.Close(nfd)
+			return -1, os.NewSyscallError("getsockopt IPV6_V6ONLY", err)
+		}
+		if err := unix.SetsockoptInt(nfd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, v6only); err != nil {
+			_ = unix.Close(nfd)
+			return -1, os.NewSyscallError("setsockopt IPV6_V6ONLY", err)
+		}
+	}
+	for _, o := range opts {
+		if err := unix.SetsockoptInt(nfd, o[0], o[1], 1); err != nil {
+			_ = unix.Close(nfd)
+			return -1, os.NewSyscallError("setsockopt", err)
+		}
+	}
+	if err := syscall.Bind(nfd, sa); err != nil {
+		_ = unix.Close(nfd)
+		return -1, os.NewSyscallError("bind", err)
+	}
+	if err := syscall.Listen(nfd, listenBacklog); err != nil {
+		_ = unix.Close(nfd)
+		return -1, os.NewSyscallError("listen", err)
+	}
+	return nfd, nil
+}
+
+// listen registers li with the loop's epoll; a backoff removes it and
+// listen adds it again.
 func (l *loop) listen(li *loopListener) error {
 	if li.fd < 0 {
 		return nil
 	}
-	if err := l.ctl(unix.EPOLL_CTL_ADD, li.fd, unix.EPOLLIN|unix.EPOLLEXCLUSIVE, evListener, li.n); err != nil {
+	if err := l.ctl(unix.EPOLL_CTL_ADD, li.fd, unix.EPOLLIN, evListener, li.n); err != nil {
 		l.srv.log.Error("event loop: listener registration failed", "route", li.rs.Name, "err", err)
 		return fmt.Errorf("route %q: %w", li.rs.Name, err)
 	}
 	return nil
 }
 
-// closeListeners closes the loop's listener copies; with the route's own
-// listener closed, the kernel then refuses new connections.
+// closeListeners closes the loop's listening sockets; with the route's own
+// listener closed, the kernel then refuses new connections (and resets
+// those still queued on a closed socket).
 func (l *loop) closeListeners() {
 	for _, li := range l.listeners {
 		if li.fd >= 0 {

@@ -7,7 +7,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -114,4 +116,40 @@ func mixedClient(s *Server, seed, size int, slow bool) error {
 		return fmt.Errorf("echo of %d bytes, digest match %v", n, bytes.Equal(h.Sum(nil), want[:]))
 	}
 	return nil
+}
+
+// TestConnectionsSpreadOverEveryLoop: a burst of connections is shared by
+// the loops (SO_REUSEPORT), not taken by whichever loop woke first.
+func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	up := newUpstream(t, "127.0.0.1", echo)
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+	if len(s.loops) != 4 {
+		t.Fatalf("%d loops, want one per GOMAXPROCS (4)", len(s.loops))
+	}
+	// All at once, as a load generator opens its connections: queued
+	// before any loop wakes.
+	const n = 64
+	addr := s.Addr("r").(*net.TCPAddr)
+	for range n {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Close(fd) })
+		sa := &syscall.SockaddrInet4{Port: addr.Port, Addr: addr.AddrPort().Addr().As4()}
+		if err := syscall.Connect(fd, sa); err != nil && err != syscall.EINPROGRESS {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 5*time.Second, "every connection relayed", func() bool {
+		return metricValue(t, s, "hairpin_proxy_connections_active", map[string]string{"route": "r"}) == n
+	})
+	for i, l := range s.loops {
+		var conns int
+		l.call(func() { conns = l.conns })
+		if conns == 0 {
+			t.Errorf("loop %d holds no connection of %d", i, n)
+		}
+	}
 }

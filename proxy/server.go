@@ -138,7 +138,7 @@ func (s *Server) Start() error {
 	}
 	s.started = true
 	s.startKernelRelay()
-	lc := net.ListenConfig{KeepAliveConfig: osKeepAlive}
+	lc := net.ListenConfig{Control: reusePort}
 	for _, rs := range s.routes {
 		ln, err := lc.Listen(context.Background(), "tcp", rs.Listen)
 		if err != nil {
@@ -343,7 +343,7 @@ func (s *Server) releaseSlot(rs *routeServer) {
 // makeLoops builds one event loop per GOMAXPROCS, each with its copy of
 // every route's listener. Caller holds s.mu.
 func (s *Server) makeLoops() error {
-	for range runtime.GOMAXPROCS(0) {
+	for i := range runtime.GOMAXPROCS(0) {
 		l, err := newLoop(s)
 		if err != nil {
 			s.closeLoops()
@@ -351,7 +351,7 @@ func (s *Server) makeLoops() error {
 		}
 		s.loops = append(s.loops, l)
 		for _, rs := range s.routes {
-			if err := l.addListener(rs); err != nil {
+			if err := l.addListener(rs, i == 0); err != nil {
 				s.closeLoops()
 				return err
 			}
