@@ -3,7 +3,11 @@ SHELL := /bin/bash
 export GOTOOLCHAIN := local
 export GOFLAGS := -buildvcs=false
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Expanded once: a commit made while a target runs must not give its
+# images another version than its binaries.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
 LDFLAGS := -s -w -X main.version=$(VERSION)
 BIN := bin
 GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path './.cache/*') go.mod go.sum plugin.cfg
