@@ -66,6 +66,7 @@ func skipWithoutKernelRelay(t *testing.T) {
 var kernelSuite = []string{
 	"TestLargeTransferBothWaysIsByteExact",
 	"TestConcurrentMixedTrafficIsByteExact",
+	"TestBytesQueuedBeforeAResetAreDelivered",
 	"TestHalfCloseReachesUpstreamAndResponseStillArrives",
 	"TestIdleTimeoutClosesSilentConnection",
 	"TestIdleTimeoutSparesOneWayTraffic",

@@ -50,6 +50,7 @@ type loopConn struct {
 	published [2]int64      // bytes the metrics have seen, per flow
 	lastMove  time.Time
 	closed    bool
+	failed    bool // a write failed: the connection ends as closedError
 }
 
 func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopConn {
@@ -317,13 +318,12 @@ func (c *loopConn) event(upstream bool, events uint32) {
 	if !c.relaying {
 		return
 	}
-	if events&unix.EPOLLERR != 0 {
-		// A reset or a keepalive timeout: whatever is queued is lost anyway.
-		c.finish(closedError)
-		return
-	}
-	c.pump(toUp)
-	c.pump(toClient)
+	// An error (a reset, a keepalive timeout) is not acted on here: a
+	// reset socket still holds what its peer sent before the RST, and recv
+	// returns that before the error. The flow that reads the socket goes
+	// first, so those bytes reach the other side before anything fails.
+	c.pump(side)
+	c.pump(1 - side)
 }
 
 // onTick publishes the bytes moved since the last tick and enforces the

@@ -218,7 +218,7 @@ func (c *loopConn) flush(d int) bool {
 	case errors.Is(err, unix.EINTR):
 		return true
 	case err != nil:
-		c.finish(closedError)
+		c.writeFailed(d)
 		return false
 	}
 	if f.inPipe > 0 {
@@ -237,6 +237,35 @@ func (c *loopConn) flush(d int) bool {
 	return true
 }
 
+// endReason is why a connection whose flows have both ended closes.
+func (c *loopConn) endReason() string {
+	if c.failed {
+		return closedError
+	}
+	return closedEOF
+}
+
+// writeFailed ends flow d, whose destination failed (a reset): its
+// pending bytes can go nowhere. The failed socket may still hold what its
+// peer sent before the reset, a response ahead of the RST, so the other
+// flow reads it to the end and delivers it before the connection closes
+// (as closedError). A read error, by contrast, ends the connection at
+// once (took): the flow that read the socket had delivered everything
+// before it read again, and the other flow writes to the failed socket.
+func (c *loopConn) writeFailed(d int) {
+	f := &c.flows[d]
+	c.failed = true
+	f.release()
+	f.eof, f.shut, f.kernel = true, true, false
+	o := &c.flows[1-d]
+	if o.shut {
+		c.finish(closedError)
+		return
+	}
+	o.readable, o.rdhup = true, true
+	c.pump(1 - d)
+}
+
 // shutWrite passes flow d's EOF on as a half-close of its destination, so
 // a client that half-closes still gets its response; once both flows have
 // done so the connection is complete.
@@ -247,7 +276,7 @@ func (c *loopConn) shutWrite(d int) {
 	if c.flows[1-d].shut {
 		// Both sources are at EOF, so nothing is left unread: close sends
 		// the FIN the half-close would have.
-		c.finish(closedEOF)
+		c.finish(c.endReason())
 		return
 	}
 	if err := unix.Shutdown(c.fd[1-d], unix.SHUT_WR); err != nil {

@@ -87,6 +87,8 @@ func (c *loopConn) pumpKernel(d int) {
 				c.finish(closedError)
 			case !ok:
 				c.l.flushing[c] = struct{}{}
+			case c.failed:
+				c.finish(closedError)
 			default:
 				c.shutWrite(d)
 			}
@@ -99,6 +101,14 @@ func (c *loopConn) pumpKernel(d int) {
 		n, err := recv(c.fd[d], *f.buf)
 		for errors.Is(err, unix.EINTR) {
 			n, err = recv(c.fd[d], *f.buf)
+		}
+		if err != nil && !errors.Is(err, unix.EAGAIN) {
+			// The source failed, but what the kernel redirected from it
+			// before may still be on its way: wait for it as for EOF,
+			// then close, since the other flow writes to this socket.
+			f.releaseBuf()
+			f.eof, c.failed = true, true
+			continue
 		}
 		if _, data := c.took(d, n, err); !data {
 			f.releaseBuf()

@@ -153,3 +153,63 @@ func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestBytesQueuedBeforeAResetAreDelivered: a reset socket still holds what
+// its peer sent before the RST, and those bytes must reach the other side:
+// an upstream that answers and then resets (closing with the rest of the
+// request unread, as a server refusing a large body does), and a client
+// that sends and then resets (SO_LINGER 0). Each case runs 20 times: the
+// reset and the data often arrive in one event.
+func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
+	payload := bytes.Repeat([]byte("p"), 3000)
+	t.Run("response before the upstream resets", func(t *testing.T) {
+		up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+			if _, err := io.ReadFull(uc.r, make([]byte, 1)); err != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // the rest of the request arrives, unread
+			_, _ = uc.conn.Write(payload)
+			_ = uc.conn.SetLinger(0)
+			_ = uc.conn.Close()
+		})
+		s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+		for i := range 20 {
+			c := dialProxy(t, s, "r")
+			if _, err := c.Write([]byte("a request of more than one byte")); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got, _ := io.ReadAll(c)
+			_ = c.Close()
+			if !bytes.Equal(got, payload) {
+				t.Errorf("run %d: client got %d of %d response bytes", i, len(got), len(payload))
+			}
+		}
+	})
+	t.Run("request before the client resets", func(t *testing.T) {
+		got := make(chan []byte, 1)
+		up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+			b, _ := io.ReadAll(uc.r)
+			got <- b
+		})
+		s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+		for i := range 20 {
+			c := dialProxy(t, s, "r")
+			up.nextHeader(t) // relaying
+			time.Sleep(5 * time.Millisecond)
+			if _, err := c.Write(payload); err != nil {
+				t.Fatal(err)
+			}
+			_ = c.SetLinger(0)
+			_ = c.Close()
+			select {
+			case b := <-got:
+				if !bytes.Equal(b, payload) {
+					t.Errorf("run %d: upstream got %d of %d request bytes", i, len(b), len(payload))
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("run %d: upstream still open 5 s after the client reset", i)
+			}
+		}
+	})
+}

@@ -111,8 +111,13 @@ func (p *Pair) Abort(reason string) { p.end(reason) }
 func (p *Pair) end(reason string) {
 	s := p.splice
 	if s == nil {
-		_ = p.sides[0].conn.Close()
-		_ = p.sides[1].conn.Close()
+		// An attached pair: its sockets are the caller's; for AttachFD
+		// there is no conn to close, only the entries to drop.
+		for i := range p.sides {
+			if c := p.sides[i].conn; c != nil {
+				_ = c.Close()
+			}
+		}
 		p.Release()
 		return
 	}
