@@ -86,7 +86,8 @@ const epollBatch = 256
 
 // connEvents is the interest set of a relayed socket, registered once:
 // edge-triggered, so no epoll_ctl is needed to pause or resume a direction.
-const connEvents = unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
+// EPOLLPRI: TCP urgent data, after which a read stops short at the mark.
+const connEvents = unix.EPOLLIN | unix.EPOLLPRI | unix.EPOLLOUT | unix.EPOLLRDHUP | unix.EPOLLET
 
 func newLoop(s *Server) (*loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)

@@ -305,10 +305,13 @@ func (c *loopConn) event(upstream bool, events uint32) {
 			return
 		}
 	}
-	if events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+	if events&(unix.EPOLLIN|unix.EPOLLPRI|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		f := &c.flows[side] // the flow that reads this socket
 		f.readable = true
-		if events&(unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
+		// After these a read can stop short with bytes still queued (at
+		// EOF, at an error, at TCP's urgent mark), and the edge that said
+		// so is spent: from then on the flow reads until EAGAIN.
+		if events&(unix.EPOLLPRI|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			f.rdhup = true
 		}
 	}

@@ -45,7 +45,7 @@ type flow struct {
 
 	readable bool // the source may hold bytes (or EOF) not yet read
 	writable bool // the destination may take bytes
-	rdhup    bool // the source's peer half-closed: read to EOF, trust no short read
+	rdhup    bool // half-close, error or urgent data seen: trust no short read
 	eof      bool // the source reached EOF
 	shut     bool // EOF passed on: the destination is half-closed
 	kernel   bool // the in-kernel relay moves this flow's bytes (loop_kernel.go)

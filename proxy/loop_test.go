@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -212,4 +213,49 @@ func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestUrgentByteDoesNotStrandTheRest: a read stops short at TCP's urgent
+// mark with more bytes queued, so the short-read rule must not leave them
+// waiting for an arrival that may never come. The urgent byte itself is
+// out of band (no SO_OOBINLINE) and not relayed, as with HAProxy.
+func TestUrgentByteDoesNotStrandTheRest(t *testing.T) {
+	up := newUpstream(t, "127.0.0.1", echo)
+	slow := WithDialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		time.Sleep(100 * time.Millisecond) // everything is queued by the time the relay starts
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	})
+	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }), slow)
+	c := dialProxy(t, s, "r")
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		serr = syscall.Sendto(int(fd), []byte("X"), syscall.MSG_OOB, nil)
+		return true
+	}); err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+	if _, err := c.Write([]byte("def")); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	var got []byte
+	buf := make([]byte, 64)
+	for len(got) < 6 {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			t.Fatalf("echo so far %q: %v", got, err)
+		}
+	}
+	if string(got) != "abcdef" {
+		t.Fatalf("echo %q, want %q", got, "abcdef")
+	}
 }
