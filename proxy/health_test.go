@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 func TestReadyzFollowsUpstreamAndShutdown(t *testing.T) {
@@ -37,10 +39,10 @@ func TestReadyzFollowsUpstreamAndShutdown(t *testing.T) {
 	if code, _ := get(s, "/healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz = %d, want 200", code)
 	}
-	eventually(t, 2*time.Second, "ready while upstream accepts", func() bool { code, _ := get(s, "/readyz"); return code == 200 })
+	harness.Eventually(t, 2*time.Second, "ready while upstream accepts", func() bool { code, _ := get(s, "/readyz"); return code == 200 })
 
 	_ = ln.Close()
-	eventually(t, 2*time.Second, "not ready while upstream is down", func() bool { code, _ := get(s, "/readyz"); return code == 503 })
+	harness.Eventually(t, 2*time.Second, "not ready while upstream is down", func() bool { code, _ := get(s, "/readyz"); return code == 503 })
 	if _, body := get(s, "/readyz"); !strings.Contains(body, addr) {
 		t.Errorf("/readyz body %q does not name the upstream %s", body, addr)
 	}
@@ -54,7 +56,7 @@ func TestReadyzFollowsUpstreamAndShutdown(t *testing.T) {
 	}
 	defer ln.Close()
 	serve(ln)
-	eventually(t, 2*time.Second, "ready again", func() bool { code, _ := get(s, "/readyz"); return code == 200 })
+	harness.Eventually(t, 2*time.Second, "ready again", func() bool { code, _ := get(s, "/readyz"); return code == 200 })
 
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
@@ -79,7 +81,7 @@ func TestReadyzDoesNotDialPerProbe(t *testing.T) {
 	}
 	up := newUpstream(t, "127.0.0.1", echo)
 	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dialer))
-	eventually(t, 2*time.Second, "ready", s.Ready)
+	harness.Eventually(t, 2*time.Second, "ready", s.Ready)
 	for range 50 {
 		get(s, "/readyz")
 	}
@@ -97,7 +99,7 @@ func TestHealthServerExposesMetrics(t *testing.T) {
 	_, _ = io.ReadAll(c)
 
 	base := "http://" + s.HealthAddr().String()
-	eventually(t, 2*time.Second, "ready over HTTP", func() bool {
+	harness.Eventually(t, 2*time.Second, "ready over HTTP", func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -188,7 +190,7 @@ func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
 			{Name: "tenant-b", Listen: "127.0.0.1:0", Upstream: dead},
 		}
 	}))
-	eventually(t, 2*time.Second, "tenant-b checked and down", func() bool {
+	harness.Eventually(t, 2*time.Second, "tenant-b checked and down", func() bool {
 		return metricValue(t, s, "hairpin_proxy_upstream_up", map[string]string{"route": "tenant-a"}) == 1 &&
 			!s.routes[1].up.Load() && s.Ready()
 	})
@@ -224,7 +226,7 @@ func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
 	dialExpectClosed(t, s, "tenant-b", 2*time.Second)
 
 	good.close()
-	eventually(t, 2*time.Second, "not ready once every upstream is down", func() bool {
+	harness.Eventually(t, 2*time.Second, "not ready once every upstream is down", func() bool {
 		code, _ := get(s, "/readyz")
 		return code == http.StatusServiceUnavailable && !s.Ready()
 	})

@@ -211,18 +211,6 @@ func labelsMatch(m *dto.Metric, want map[string]string) bool {
 	return n == len(want)
 }
 
-// eventually polls cond until it holds or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // expectClosed asserts that the peer closes c (EOF or reset) within d,
 // without sending data.
 func expectClosed(t testing.TB, c net.Conn, d time.Duration) {

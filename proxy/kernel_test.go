@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // kernelSuiteEnv, set to 1, runs this package's tests with
@@ -190,7 +191,7 @@ func TestKernelRelayHalfClosesEachWay(t *testing.T) {
 			}
 			// Either side closes only once the kernel has the sockets: a FIN
 			// before the handover sends the connection to userspace.
-			eventually(t, 2*time.Second, "handover", func() bool { return kernelPairs(s) == 1 })
+			harness.Eventually(t, 2*time.Second, "handover", func() bool { return kernelPairs(s) == 1 })
 			close(handedOver)
 			if tc.clientFirst {
 				_ = c.CloseWrite()
@@ -206,7 +207,7 @@ func TestKernelRelayHalfClosesEachWay(t *testing.T) {
 			if g := <-upGot; g != tc.toUp {
 				t.Fatalf("upstream read %q, want %q then EOF", g, tc.toUp)
 			}
-			eventually(t, 2*time.Second, "closed{eof} and bytes", func() bool {
+			harness.Eventually(t, 2*time.Second, "closed{eof} and bytes", func() bool {
 				return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == 1 &&
 					metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToUp}) == float64(len(tc.toUp)) &&
 					metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToClient}) == float64(len(tc.toCli))
@@ -280,7 +281,7 @@ func TestKernelRelayHandsHalfClosedClientToUserspace(t *testing.T) {
 	if got, err := io.ReadAll(c); err != nil || string(got) != "request" {
 		t.Fatalf("echo %q, %v", got, err)
 	}
-	eventually(t, 2*time.Second, "kernel_relay_userspace_total", func() bool {
+	harness.Eventually(t, 2*time.Second, "kernel_relay_userspace_total", func() bool {
 		return metricValue(t, s, "hairpin_proxy_kernel_relay_userspace_total", nil) == 1
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // TestConcurrentMixedTrafficIsByteExact: many connections at once through
@@ -35,7 +37,7 @@ func TestConcurrentMixedTrafficIsByteExact(t *testing.T) {
 		_ = uc.conn.CloseWrite()
 	})
 	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
-	fds := openFDs(t)
+	fds := harness.OpenFDs(t)
 	var total int64
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -53,7 +55,7 @@ func TestConcurrentMixedTrafficIsByteExact(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	eventually(t, 5*time.Second, "byte counters and connections", func() bool {
+	harness.Eventually(t, 5*time.Second, "byte counters and connections", func() bool {
 		return metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToUp}) == float64(total) &&
 			metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToClient}) == float64(total) &&
 			metricValue(t, s, "hairpin_proxy_connections_active", map[string]string{"route": "r"}) == 0
@@ -61,7 +63,7 @@ func TestConcurrentMixedTrafficIsByteExact(t *testing.T) {
 	if got := metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}); got != float64(clients) {
 		t.Errorf("closed with eof: %v, want %d", got, clients)
 	}
-	eventually(t, 5*time.Second, "fds back to the baseline", func() bool { return openFDs(t) <= fds })
+	harness.Eventually(t, 5*time.Second, "fds back to the baseline", func() bool { return harness.OpenFDs(t) <= fds })
 }
 
 // mixedClient writes size bytes in random chunks, half-closes, and checks
@@ -143,7 +145,7 @@ func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 5*time.Second, "every connection relayed", func() bool {
+	harness.Eventually(t, 5*time.Second, "every connection relayed", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_active", map[string]string{"route": "r"}) == n
 	})
 	for i, l := range s.loops {

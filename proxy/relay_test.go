@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // pattern is a deterministic stream: 64 KiB blocks, each stamped
@@ -115,7 +117,7 @@ func TestLargeTransferBothWaysIsByteExact(t *testing.T) {
 		t.Error("client_to_upstream stream corrupted: SHA-256 mismatch")
 	}
 	t.Logf("2 GiB relayed in %s (%.0f MB/s per direction)", elapsed, float64(total)/elapsed.Seconds()/1e6)
-	eventually(t, 5*time.Second, "byte counters", func() bool {
+	harness.Eventually(t, 5*time.Second, "byte counters", func() bool {
 		return metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToUp}) == total &&
 			metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToClient}) == total
 	})
@@ -150,7 +152,7 @@ func TestHalfCloseReachesUpstreamAndResponseStillArrives(t *testing.T) {
 	if string(resp) != "got request" {
 		t.Fatalf("response %q, want %q", resp, "got request")
 	}
-	eventually(t, 2*time.Second, "closed{eof}", func() bool {
+	harness.Eventually(t, 2*time.Second, "closed{eof}", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == 1
 	})
 }
@@ -171,7 +173,7 @@ func TestIdleTimeoutClosesSilentConnection(t *testing.T) {
 	if d := time.Since(start); d < 250*time.Millisecond {
 		t.Fatalf("closed after %s, before the 300ms idle timeout", d)
 	}
-	eventually(t, 2*time.Second, "closed{idle}", func() bool {
+	harness.Eventually(t, 2*time.Second, "closed{idle}", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedIdle}) == 1
 	})
 }
@@ -219,7 +221,7 @@ func TestIdleTimeoutWhenPeerStopsReading(t *testing.T) {
 	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
 	c := dialProxy(t, s, "r")
 	_ = c.CloseWrite() // client->upstream ends at once; only the stuck direction is left
-	eventually(t, 10*time.Second, "closed{idle}", func() bool {
+	harness.Eventually(t, 10*time.Second, "closed{idle}", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedIdle}) == 1
 	})
 	// Draining the client now must end in EOF or reset, not hang.
@@ -243,7 +245,7 @@ func TestSplicedPipesCloseWithTheirConnection(t *testing.T) {
 	// No garbage collection during the test: the pipes must go with their
 	// connections, not with a later GC.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	base := openFDs(t)
+	base := harness.OpenFDs(t)
 	const conns = 8
 	var wg sync.WaitGroup
 	for range conns {
@@ -258,8 +260,8 @@ func TestSplicedPipesCloseWithTheirConnection(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	eventually(t, 5*time.Second, "connections closed", func() bool {
+	harness.Eventually(t, 5*time.Second, "connections closed", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == conns
 	})
-	eventually(t, 5*time.Second, "fds back to the baseline", func() bool { return openFDs(t) <= base })
+	harness.Eventually(t, 5*time.Second, "fds back to the baseline", func() bool { return harness.OpenFDs(t) <= base })
 }

@@ -36,7 +36,7 @@ func TestDeadUpstreamClosesClientAndCountsRefusedDial(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("client closed after %s, want promptly", d)
 	}
-	eventually(t, 2*time.Second, "dial error metric", func() bool {
+	harness.Eventually(t, 2*time.Second, "dial error metric", func() bool {
 		return metricValue(t, s, "hairpin_proxy_upstream_dial_errors_total", map[string]string{"route": "r", "cause": dialErrRefused}) == 1 &&
 			metricValue(t, s, "hairpin_proxy_connections_refused_total", map[string]string{"route": "r", "reason": refusedDial}) == 1
 	})
@@ -57,7 +57,7 @@ func TestSlowUpstreamDialTimesOut(t *testing.T) {
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Fatalf("closed after %s, before the dial timeout", d)
 	}
-	eventually(t, 2*time.Second, "timeout metric", func() bool {
+	harness.Eventually(t, 2*time.Second, "timeout metric", func() bool {
 		return metricValue(t, s, "hairpin_proxy_upstream_dial_errors_total", map[string]string{"route": "r", "cause": dialErrTimeout}) == 1
 	})
 }
@@ -122,7 +122,7 @@ func TestConnectionCapRefusesBeyondCapAndRecovers(t *testing.T) {
 	}
 
 	_ = c1.Close()
-	eventually(t, 3*time.Second, "slot released", func() bool {
+	harness.Eventually(t, 3*time.Second, "slot released", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_active", map[string]string{"route": "r"}) == 1
 	})
 	_ = dialProxy(t, s, "r")
@@ -142,7 +142,7 @@ func TestDrainLetsInFlightFinishAndRefusesNew(t *testing.T) {
 		c.Lameduck = 200 * time.Millisecond
 		c.DrainTimeout = 10 * time.Second
 	}))
-	eventually(t, 2*time.Second, "ready", s.Ready)
+	harness.Eventually(t, 2*time.Second, "ready", s.Ready)
 	addr := s.Addr("r").String()
 	c := dialProxy(t, s, "r")
 	br := bufio.NewReader(c)
@@ -163,7 +163,7 @@ func TestDrainLetsInFlightFinishAndRefusesNew(t *testing.T) {
 	begun := time.Now()
 	go func() { done <- s.Shutdown(context.Background()) }()
 
-	eventually(t, time.Second, "readyz failing", func() bool { code, _ := get(s, "/readyz"); return code == 503 })
+	harness.Eventually(t, time.Second, "readyz failing", func() bool { code, _ := get(s, "/readyz"); return code == 503 })
 	if time.Since(begun) > 150*time.Millisecond {
 		t.Fatalf("/readyz took %s to fail", time.Since(begun))
 	}
@@ -174,7 +174,7 @@ func TestDrainLetsInFlightFinishAndRefusesNew(t *testing.T) {
 		_ = lc.Close()
 	}
 	// After the lameduck the listener is gone.
-	eventually(t, 2*time.Second, "listener closed", func() bool {
+	harness.Eventually(t, 2*time.Second, "listener closed", func() bool {
 		nc, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = nc.Close()
@@ -244,8 +244,6 @@ func TestShutdownContextCancelClosesAtOnce(t *testing.T) {
 	expectClosed(t, c, time.Second)
 }
 
-func openFDs(t testing.TB) int { return harness.OpenFDs(t) }
-
 // TestManyShortConnectionsLeakNothing runs 10,000 request/response
 // connections and checks that goroutines and file descriptors return to
 // their baseline.
@@ -289,9 +287,9 @@ func TestManyShortConnectionsLeakNothing(t *testing.T) {
 	settle := func() (int, int) {
 		runtime.GC()
 		runtime.GC()
-		return runtime.NumGoroutine(), openFDs(t)
+		return runtime.NumGoroutine(), harness.OpenFDs(t)
 	}
-	eventually(t, 5*time.Second, "warm-up connections closed", func() bool {
+	harness.Eventually(t, 5*time.Second, "warm-up connections closed", func() bool {
 		return metricValue(t, s, "hairpin_proxy_connections_active", map[string]string{"route": "r"}) == 0
 	})
 	baseG, baseFD := settle()

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // TestUpstreamNameCacheFollowsTheName: the loops connect to the address the
@@ -54,7 +56,7 @@ func TestUpstreamNameCacheFollowsTheName(t *testing.T) {
 			if got, ok := u.current(time.Now().Add(resolveTTL)); !ok || got != old {
 				t.Fatalf("stale: %v %v, want the old address while the lookup runs", got, ok)
 			}
-			eventually(t, 5*time.Second, "the refresh", func() bool { return !u.refreshing.Load() && lookups.Load() == 1 })
+			harness.Eventually(t, 5*time.Second, "the refresh", func() bool { return !u.refreshing.Load() && lookups.Load() == 1 })
 			got, ok := u.current(time.Now())
 			if ok != tc.wantOK || (ok && got != tc.want) {
 				t.Fatalf("after refresh: %v %v, want %v %v", got, ok, tc.want, tc.wantOK)
