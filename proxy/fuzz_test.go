@@ -21,8 +21,12 @@ func FuzzBuildHeader(f *testing.F) {
 	f.Add(ip("fe80::1"), uint16(65535), []byte{10, 0, 0, 1}, uint16(0), []byte{}, uint16(1), 2)
 	f.Fuzz(func(t *testing.T, src []byte, sport uint16, local []byte, lport uint16, dest []byte, hport uint16, version int) {
 		version = 1 + (version & 1)
-		client := &net.TCPAddr{IP: src, Port: int(sport), Zone: "eth0"}
-		loc := &net.TCPAddr{IP: local, Port: int(lport)}
+		sa, _ := netip.AddrFromSlice(src)
+		if sa.Is6() {
+			sa = sa.WithZone("eth0")
+		}
+		la, _ := netip.AddrFromSlice(local)
+		client, loc := netip.AddrPortFrom(sa, sport), netip.AddrPortFrom(la, lport)
 		var d netip.Addr
 		if a, ok := netip.AddrFromSlice(dest); ok {
 			d = a

@@ -30,18 +30,7 @@ var errNotTCP = errors.New("not a TCP address pair")
 // the same as from the external load balancer. If the two sides still differ
 // in family the header falls back to TCP6 with the IPv4 side mapped, which
 // keeps both addresses truthful.
-func buildHeader(version int, client, local net.Addr, dest netip.Addr, headerPort int) (*proxyproto.Header, error) {
-	src, ok1 := client.(*net.TCPAddr)
-	dst, ok2 := local.(*net.TCPAddr)
-	if !ok1 || !ok2 || src == nil || dst == nil {
-		return nil, fmt.Errorf("build PROXY header for %v -> %v: %w", client, local, errNotTCP)
-	}
-	return buildHeaderAddrs(version, src.AddrPort(), dst.AddrPort(), dest, headerPort)
-}
-
-// buildHeaderAddrs is buildHeader for addresses the event loop already
-// holds as netip values (from accept4 and getsockname).
-func buildHeaderAddrs(version int, sap, dap netip.AddrPort, dest netip.Addr, headerPort int) (*proxyproto.Header, error) {
+func buildHeader(version int, sap, dap netip.AddrPort, dest netip.Addr, headerPort int) (*proxyproto.Header, error) {
 	// Zones are dropped: the header has no field for them.
 	sip := sap.Addr().Unmap().WithZone("")
 	dip := dap.Addr().Unmap().WithZone("")

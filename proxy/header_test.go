@@ -16,48 +16,45 @@ import (
 	proxyproto "github.com/pires/go-proxyproto"
 )
 
-func tcpAddr(s string) *net.TCPAddr {
-	host, port, _ := net.SplitHostPort(s)
-	p, _ := strconv.Atoi(port)
-	return &net.TCPAddr{IP: net.ParseIP(host), Port: p}
-}
+// ap parses "ip:port", zones included.
+func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
 
 func TestBuildHeaderRoundTripsThroughProxyprotoReader(t *testing.T) {
 	tests := []struct {
 		name          string
-		client, local net.Addr
+		client, local netip.AddrPort
 		dest          netip.Addr // Route.DestAddr; zero: the local address
 		headerPort    int
 		wantProto     proxyproto.AddressFamilyAndProtocol
 		wantSrc       string
 		wantDst       string
 	}{
-		{"ipv4", tcpAddr("127.0.0.1:40000"), tcpAddr("127.0.0.2:8080"), netip.Addr{}, 80,
+		{"ipv4", ap("127.0.0.1:40000"), ap("127.0.0.2:8080"), netip.Addr{}, 80,
 			proxyproto.TCPv4, "127.0.0.1:40000", "127.0.0.2:80"},
-		{"ipv6", tcpAddr("[::1]:40000"), tcpAddr("[::1]:8443"), netip.Addr{}, 443,
+		{"ipv6", ap("[::1]:40000"), ap("[::1]:8443"), netip.Addr{}, 443,
 			proxyproto.TCPv6, "[::1]:40000", "[::1]:443"},
 		// A dual-stack listener reports IPv4 peers as ::ffff:a.b.c.d; ingress
 		// must still see TCP4 with plain IPv4 addresses.
-		{"ipv4-mapped becomes TCP4", &net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.7").To16(), Port: 40000},
-			&net.TCPAddr{IP: net.ParseIP("::ffff:10.244.1.5").To16(), Port: 8080}, netip.Addr{}, 80,
+		{"ipv4-mapped becomes TCP4", ap("[::ffff:10.0.0.7]:40000"),
+			ap("[::ffff:10.244.1.5]:8080"), netip.Addr{}, 80,
 			proxyproto.TCPv4, "10.0.0.7:40000", "10.244.1.5:80"},
-		{"families differ after unmapping fall back to TCP6", &net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.7").To16(), Port: 40000},
-			tcpAddr("[fd00::10]:8080"), netip.Addr{}, 80,
+		{"families differ after unmapping fall back to TCP6", ap("[::ffff:10.0.0.7]:40000"),
+			ap("[fd00::10]:8080"), netip.Addr{}, 80,
 			proxyproto.TCPv6, "[::ffff:10.0.0.7]:40000", "[fd00::10]:80"},
-		{"zone dropped", &net.TCPAddr{IP: net.ParseIP("fe80::1"), Port: 1234, Zone: "eth0"},
-			&net.TCPAddr{IP: net.ParseIP("fe80::2"), Port: 8080, Zone: "eth0"}, netip.Addr{}, 80,
+		{"zone dropped", ap("[fe80::1%eth0]:1234"),
+			ap("[fe80::2%eth0]:8080"), netip.Addr{}, 80,
 			proxyproto.TCPv6, "[fe80::1]:1234", "[fe80::2]:80"},
 		// dest-addr: the local address (the pod IP after DNAT) is replaced.
-		{"dest-addr replaces the local address", tcpAddr("10.0.0.7:40000"), tcpAddr("10.244.1.5:8080"),
+		{"dest-addr replaces the local address", ap("10.0.0.7:40000"), ap("10.244.1.5:8080"),
 			netip.MustParseAddr("203.0.113.10"), 443,
 			proxyproto.TCPv4, "10.0.0.7:40000", "203.0.113.10:443"},
-		{"dest-addr given IPv4-mapped stays TCP4", tcpAddr("10.0.0.7:40000"), tcpAddr("10.244.1.5:8080"),
+		{"dest-addr given IPv4-mapped stays TCP4", ap("10.0.0.7:40000"), ap("10.244.1.5:8080"),
 			netip.MustParseAddr("::ffff:203.0.113.10"), 443,
 			proxyproto.TCPv4, "10.0.0.7:40000", "203.0.113.10:443"},
-		{"IPv4 dest-addr for an IPv6 client is mapped", tcpAddr("[fd00::7]:40000"), tcpAddr("[fd00::5]:8080"),
+		{"IPv4 dest-addr for an IPv6 client is mapped", ap("[fd00::7]:40000"), ap("[fd00::5]:8080"),
 			netip.MustParseAddr("203.0.113.10"), 443,
 			proxyproto.TCPv6, "[fd00::7]:40000", "[::ffff:203.0.113.10]:443"},
-		{"IPv6 dest-addr for an IPv4 client maps the client", tcpAddr("10.0.0.7:40000"), tcpAddr("10.244.1.5:8080"),
+		{"IPv6 dest-addr for an IPv4 client maps the client", ap("10.0.0.7:40000"), ap("10.244.1.5:8080"),
 			netip.MustParseAddr("2001:db8::10"), 443,
 			proxyproto.TCPv6, "[::ffff:10.0.0.7]:40000", "[2001:db8::10]:443"},
 	}
@@ -109,15 +106,14 @@ func netipFromIP(ip net.IP) (string, bool) {
 	return ip.String(), true
 }
 
-func TestBuildHeaderRefusesNonTCPAddresses(t *testing.T) {
+func TestBuildHeaderRefusesInvalidAddresses(t *testing.T) {
 	tests := []struct {
 		name          string
-		client, local net.Addr
+		client, local netip.AddrPort
 	}{
-		{"udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2}},
-		{"unix", &net.UnixAddr{Name: "/tmp/a", Net: "unix"}, &net.UnixAddr{Name: "/tmp/b", Net: "unix"}},
-		{"nil", nil, nil},
-		{"empty ip", &net.TCPAddr{Port: 1}, tcpAddr("127.0.0.1:2")},
+		{"no addresses", netip.AddrPort{}, netip.AddrPort{}},
+		{"no client address", netip.AddrPort{}, ap("127.0.0.1:2")},
+		{"no local address", ap("127.0.0.1:1"), netip.AddrPort{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

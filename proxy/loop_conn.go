@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 
 	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
@@ -106,7 +107,7 @@ func (c *loopConn) header(fd int) ([]byte, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("getsockname", err)
 	}
-	h, err := buildHeaderAddrs(c.l.srv.cfg.ProxyProtocol, c.client, sockaddrAddrPort(lsa), c.rs.DestAddr, c.rs.HeaderPort)
+	h, err := buildHeader(c.l.srv.cfg.ProxyProtocol, c.client, sockaddrAddrPort(lsa), c.rs.DestAddr, c.rs.HeaderPort)
 	if err != nil {
 		return nil, err
 	}
@@ -347,10 +348,10 @@ func (c *loopConn) onTick(now time.Time) {
 // reports whether any moved.
 func (c *loopConn) publish() bool {
 	any := false
-	sinks := [2]func(float64){c.rs.metrics.bytesToUp.Add, c.rs.metrics.bytesToCli.Add}
+	sinks := [2]prometheus.Counter{c.rs.metrics.bytesToUp, c.rs.metrics.bytesToCli}
 	for d := range c.flows {
 		if n := c.flows[d].moved + c.kernelMoved(d); n != c.published[d] {
-			sinks[d](float64(n - c.published[d]))
+			sinks[d].Add(float64(n - c.published[d]))
 			c.published[d] = n
 			any = true
 		}
