@@ -14,6 +14,8 @@ import (
 	"time"
 
 	proxyproto "github.com/pires/go-proxyproto"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // ap parses "ip:port", zones included.
@@ -134,8 +136,8 @@ func TestProxyWritesHeaderWithClientAndLocalAddress(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "::1"} {
 		for _, version := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/v%d", host, version), func(t *testing.T) {
-				up := newUpstream(t, host, echo)
-				s := startProxy(t, testConfig(up.addr(), func(c *Config) {
+				up := harness.StartUpstream(t, host, harness.Echo)
+				s := startProxy(t, testConfig(up.Addr(), func(c *Config) {
 					c.ProxyProtocol = version
 					c.Routes[0].Listen = net.JoinHostPort(host, "0")
 				}))
@@ -148,7 +150,7 @@ func TestProxyWritesHeaderWithClientAndLocalAddress(t *testing.T) {
 				if err != nil || string(body) != "hello" {
 					t.Fatalf("echo: %q, %v", body, err)
 				}
-				h := up.nextHeader(t)
+				h := up.NextHeader(t)
 				want := proxyproto.TCPv4
 				if host == "::1" {
 					want = proxyproto.TCPv6
@@ -165,8 +167,8 @@ func TestProxyWritesHeaderWithClientAndLocalAddress(t *testing.T) {
 				if !dst.IP.Equal(remote.IP) {
 					t.Errorf("destination IP %v, want the accepted socket's local address %v", dst.IP, remote.IP)
 				}
-				if dst.Port != up.port() {
-					t.Errorf("destination port %d, want the upstream port %d by default", dst.Port, up.port())
+				if dst.Port != up.Port() {
+					t.Errorf("destination port %d, want the upstream port %d by default", dst.Port, up.Port())
 				}
 			})
 		}
@@ -176,25 +178,25 @@ func TestProxyWritesHeaderWithClientAndLocalAddress(t *testing.T) {
 // TestDestAddrOverrideIsWritten: a route's dest-addr replaces the local
 // address, as the load balancer would write its public IP.
 func TestDestAddrOverrideIsWritten(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.Routes[0].DestAddr = netip.MustParseAddr("203.0.113.10") }))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.Routes[0].DestAddr = netip.MustParseAddr("203.0.113.10") }))
 	c := dialProxy(t, s, "r")
 	_ = c.CloseWrite()
 	_, _ = io.ReadAll(c)
-	_, dst, _ := up.nextHeader(t).TCPAddrs()
-	if got := dst.IP.String(); got != "203.0.113.10" || dst.Port != up.port() {
-		t.Fatalf("destination %v, want 203.0.113.10:%d", dst, up.port())
+	_, dst, _ := up.NextHeader(t).TCPAddrs()
+	if got := dst.IP.String(); got != "203.0.113.10" || dst.Port != up.Port() {
+		t.Fatalf("destination %v, want 203.0.113.10:%d", dst, up.Port())
 	}
 }
 
 func TestHeaderPortOverrideIsWritten(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
-	r := Route{Name: "r", Listen: "127.0.0.1:0", Upstream: up.addr(), HeaderPort: 443}
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.Routes = []Route{r} }))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	r := Route{Name: "r", Listen: "127.0.0.1:0", Upstream: up.Addr(), HeaderPort: 443}
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.Routes = []Route{r} }))
 	c := dialProxy(t, s, "r")
 	_ = c.CloseWrite()
 	_, _ = io.ReadAll(c)
-	_, dst, _ := up.nextHeader(t).TCPAddrs()
+	_, dst, _ := up.NextHeader(t).TCPAddrs()
 	if dst.Port != 443 {
 		t.Fatalf("destination port %d, want 443 from header-port", dst.Port)
 	}
@@ -258,11 +260,11 @@ func TestClientFirstBytesTravelWithHeader(t *testing.T) {
 // bytes before the header, so a protocol where the server speaks first
 // (SMTP, MySQL) works.
 func TestServerFirstProtocolIsNotDelayed(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-		_, _ = uc.conn.Write([]byte("220 ready\r\n"))
-		echo(uc)
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+		_, _ = uc.Conn.Write([]byte("220 ready\r\n"))
+		harness.Echo(uc)
 	})
-	s := startProxy(t, testConfig(up.addr()))
+	s := startProxy(t, testConfig(up.Addr()))
 	c := dialProxy(t, s, "r")
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	line, err := bufio.NewReader(c).ReadString('\n')

@@ -79,8 +79,8 @@ func TestReadyzDoesNotDialPerProbe(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, address)
 	}
-	up := newUpstream(t, "127.0.0.1", echo)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dialer))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dialer))
 	harness.Eventually(t, 2*time.Second, "ready", s.Ready)
 	for range 50 {
 		get(s, "/readyz")
@@ -91,8 +91,8 @@ func TestReadyzDoesNotDialPerProbe(t *testing.T) {
 }
 
 func TestHealthServerExposesMetrics(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
-	s := startProxy(t, testConfig(up.addr()))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	s := startProxy(t, testConfig(up.Addr()))
 	c := dialProxy(t, s, "r")
 	_, _ = c.Write([]byte("abc"))
 	_ = c.CloseWrite()
@@ -161,11 +161,11 @@ func TestReadinessProbeSendsValidHeaderBeforeClosing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {
-			up := newUpstream(t, "127.0.0.1", echo)
-			startProxy(t, testConfig(up.addr(), func(c *Config) { c.ProxyProtocol = tc.version }))
+			up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+			startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ProxyProtocol = tc.version }))
 			for range 3 {
 				select {
-				case got := <-up.probes:
+				case got := <-up.Probes():
 					if !bytes.Equal(got, tc.want) {
 						t.Fatalf("probe sent %q, want %q", got, tc.want)
 					}
@@ -182,11 +182,11 @@ func TestReadinessProbeSendsValidHeaderBeforeClosing(t *testing.T) {
 // down. /readyz stays 200 and names the broken route; only when every
 // upstream is down does it fail.
 func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
-	good := newUpstream(t, "127.0.0.1", echo)
+	good := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
 	dead := closedPort(t)
-	s := startProxy(t, testConfig(good.addr(), func(c *Config) {
+	s := startProxy(t, testConfig(good.Addr(), func(c *Config) {
 		c.Routes = []Route{
-			{Name: "tenant-a", Listen: "127.0.0.1:0", Upstream: good.addr()},
+			{Name: "tenant-a", Listen: "127.0.0.1:0", Upstream: good.Addr()},
 			{Name: "tenant-b", Listen: "127.0.0.1:0", Upstream: dead},
 		}
 	}))
@@ -211,7 +211,7 @@ func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
 		t.Fatalf("hairpin_proxy_ready = %v, want 1", v)
 	}
 	_, body := get(s, "/readyz?verbose")
-	if !strings.Contains(body, "route tenant-a: upstream "+good.addr()+" up") {
+	if !strings.Contains(body, "route tenant-a: upstream "+good.Addr()+" up") {
 		t.Fatalf("/readyz?verbose %q does not list the healthy route", body)
 	}
 
@@ -225,7 +225,7 @@ func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
 	}
 	dialExpectClosed(t, s, "tenant-b", 2*time.Second)
 
-	good.close()
+	good.Close()
 	harness.Eventually(t, 2*time.Second, "not ready once every upstream is down", func() bool {
 		code, _ := get(s, "/readyz")
 		return code == http.StatusServiceUnavailable && !s.Ready()

@@ -1,110 +1,18 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	proxyproto "github.com/pires/go-proxyproto"
 	dto "github.com/prometheus/client_model/go"
 )
-
-// upstreamConn is what a fake upstream's handler receives: the parsed
-// PROXY header, a reader positioned after it, and the raw connection.
-type upstreamConn struct {
-	hdr  *proxyproto.Header
-	r    *bufio.Reader
-	conn *net.TCPConn
-}
-
-// fakeUpstream stands in for ingress-nginx: it requires a PROXY header on
-// every connection, parsed with go-proxyproto's reader, then calls handle.
-type fakeUpstream struct {
-	ln      net.Listener
-	headers chan *proxyproto.Header
-	probes  chan []byte // raw bytes of each readiness probe
-	wg      sync.WaitGroup
-}
-
-// newUpstream listens on host (127.0.0.1 or ::1) and serves handle for each
-// connection. The listener and handlers are cleaned up with the test.
-func newUpstream(t testing.TB, host string, handle func(uc upstreamConn)) *fakeUpstream {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("upstream listen: %v", err)
-	}
-	u := &fakeUpstream{ln: ln, headers: make(chan *proxyproto.Header, 64), probes: make(chan []byte, 64)}
-	u.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u.wg.Go(func() {
-				defer c.Close()
-				r := bufio.NewReaderSize(c, 64<<10)
-				_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-				// A readiness probe sends a header and closes: peek
-				// everything it sent before parsing.
-				raw, _ := r.Peek(16)
-				hdr, err := proxyproto.Read(r)
-				if err != nil || hdr.Command.IsLocal() {
-					rest, _ := io.ReadAll(r)
-					select {
-					case u.probes <- append(append([]byte(nil), raw...), rest...):
-					default:
-					}
-					return
-				}
-				_ = c.SetReadDeadline(time.Time{})
-				select {
-				case u.headers <- hdr:
-				default:
-				}
-				handle(upstreamConn{hdr: hdr, r: r, conn: c.(*net.TCPConn)})
-			})
-		}
-	})
-	t.Cleanup(u.close)
-	return u
-}
-
-func (u *fakeUpstream) close() {
-	_ = u.ln.Close()
-	u.wg.Wait()
-}
-
-func (u *fakeUpstream) addr() string { return u.ln.Addr().String() }
-
-func (u *fakeUpstream) port() int { return u.ln.Addr().(*net.TCPAddr).Port }
-
-// nextHeader waits for the header of the next relayed connection.
-func (u *fakeUpstream) nextHeader(t testing.TB) *proxyproto.Header {
-	t.Helper()
-	select {
-	case h := <-u.headers:
-		return h
-	case <-time.After(5 * time.Second):
-		t.Fatal("no PROXY header reached the upstream")
-		return nil
-	}
-}
-
-// echo copies everything back until EOF, then half-closes.
-func echo(uc upstreamConn) {
-	_, _ = io.Copy(uc.conn, uc.r)
-	_ = uc.conn.CloseWrite()
-}
 
 // testConfig is a fast-cycling config on loopback with one route named "r".
 func testConfig(upstream string, mod ...func(*Config)) Config {

@@ -159,28 +159,28 @@ func TestKernelRelayHalfClosesEachWay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			upGot := make(chan string, 1)
 			handedOver := make(chan struct{})
-			up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+			up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
 				req := make([]byte, len("request"))
-				if _, err := io.ReadFull(uc.r, req); err != nil {
+				if _, err := io.ReadFull(uc.Reader, req); err != nil {
 					upGot <- err.Error()
 					return
 				}
 				if tc.clientFirst {
-					rest, _ := io.ReadAll(uc.r) // until the client's FIN
+					rest, _ := io.ReadAll(uc.Reader) // until the client's FIN
 					upGot <- string(req) + string(rest)
-					_, _ = uc.conn.Write([]byte("got " + string(req)))
-					_ = uc.conn.CloseWrite()
+					_, _ = uc.Conn.Write([]byte("got " + string(req)))
+					_ = uc.Conn.CloseWrite()
 					return
 				}
 				// Answer only once the kernel has the sockets: a FIN before
 				// the handover sends the connection to userspace.
 				<-handedOver
-				_, _ = uc.conn.Write([]byte("response"))
-				_ = uc.conn.CloseWrite()
-				rest, _ := io.ReadAll(uc.r)
+				_, _ = uc.Conn.Write([]byte("response"))
+				_ = uc.Conn.CloseWrite()
+				rest, _ := io.ReadAll(uc.Reader)
 				upGot <- string(req) + string(rest)
 			})
-			s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.KernelRelay = true }))
+			s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.KernelRelay = true }))
 			if st := kernelState(t, s); st != kernelActive {
 				t.Fatalf("kernel_relay state %q, want %q", st, kernelActive)
 			}
@@ -236,8 +236,8 @@ func TestKernelRelayFallsBackWhenUnsupported(t *testing.T) {
 	openKernelRelay = func(sockmap.Options) (*sockmap.Relay, error) {
 		return nil, fmt.Errorf("create sockhash: %w: operation not permitted", sockmap.ErrUnsupported)
 	}
-	up := newUpstream(t, "127.0.0.1", echo)
-	cfg := testConfig(up.addr(), func(c *Config) { c.KernelRelay = true })
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	cfg := testConfig(up.Addr(), func(c *Config) { c.KernelRelay = true })
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -265,13 +265,13 @@ func TestKernelRelayFallsBackWhenUnsupported(t *testing.T) {
 // sockhash; that connection is relayed in userspace, whole, and counted.
 func TestKernelRelayHandsHalfClosedClientToUserspace(t *testing.T) {
 	skipWithoutKernelRelay(t)
-	up := newUpstream(t, "127.0.0.1", echo)
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
 	var d net.Dialer
 	slow := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(100 * time.Millisecond) // the client's FIN lands meanwhile
 		return d.DialContext(ctx, network, addr)
 	}
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.KernelRelay = true }), WithDialFunc(slow))
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.KernelRelay = true }), WithDialFunc(slow))
 	c := dialProxy(t, s, "r")
 	if _, err := c.Write([]byte("request")); err != nil {
 		t.Fatal(err)

@@ -32,11 +32,11 @@ func TestConcurrentMixedTrafficIsByteExact(t *testing.T) {
 	// A plain copy loop: io.Copy would splice through the runtime's pipe
 	// pool, whose pipes outlive their connections until a GC and would
 	// read as a leak.
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-		_, _ = io.CopyBuffer(struct{ io.Writer }{uc.conn}, struct{ io.Reader }{uc.r}, make([]byte, 32<<10))
-		_ = uc.conn.CloseWrite()
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+		_, _ = io.CopyBuffer(struct{ io.Writer }{uc.Conn}, struct{ io.Reader }{uc.Reader}, make([]byte, 32<<10))
+		_ = uc.Conn.CloseWrite()
 	})
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
 	fds := harness.OpenFDs(t)
 	var total int64
 	var wg sync.WaitGroup
@@ -125,8 +125,8 @@ func mixedClient(s *Server, seed, size int, slow bool) error {
 // the loops (SO_REUSEPORT), not taken by whichever loop woke first.
 func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	up := newUpstream(t, "127.0.0.1", echo)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
 	if len(s.loops) != 4 {
 		t.Fatalf("%d loops, want one per GOMAXPROCS (4)", len(s.loops))
 	}
@@ -166,16 +166,16 @@ func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
 	payload := bytes.Repeat([]byte("p"), 3000)
 	t.Run("response before the upstream resets", func(t *testing.T) {
-		up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-			if _, err := io.ReadFull(uc.r, make([]byte, 1)); err != nil {
+		up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+			if _, err := io.ReadFull(uc.Reader, make([]byte, 1)); err != nil {
 				return
 			}
 			time.Sleep(20 * time.Millisecond) // the rest of the request arrives, unread
-			_, _ = uc.conn.Write(payload)
-			_ = uc.conn.SetLinger(0)
-			_ = uc.conn.Close()
+			_, _ = uc.Conn.Write(payload)
+			_ = uc.Conn.SetLinger(0)
+			_ = uc.Conn.Close()
 		})
-		s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+		s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
 		for i := range 20 {
 			c := dialProxy(t, s, "r")
 			if _, err := c.Write([]byte("a request of more than one byte")); err != nil {
@@ -191,14 +191,14 @@ func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
 	})
 	t.Run("request before the client resets", func(t *testing.T) {
 		got := make(chan []byte, 1)
-		up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-			b, _ := io.ReadAll(uc.r)
+		up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+			b, _ := io.ReadAll(uc.Reader)
 			got <- b
 		})
-		s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
+		s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }))
 		for i := range 20 {
 			c := dialProxy(t, s, "r")
-			up.nextHeader(t) // relaying
+			up.NextHeader(t) // relaying
 			time.Sleep(5 * time.Millisecond)
 			if _, err := c.Write(payload); err != nil {
 				t.Fatal(err)
@@ -222,13 +222,13 @@ func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
 // waiting for an arrival that may never come. The urgent byte itself is
 // out of band (no SO_OOBINLINE) and not relayed, as with HAProxy.
 func TestUrgentByteDoesNotStrandTheRest(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
 	slow := WithDialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(100 * time.Millisecond) // everything is queued by the time the relay starts
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	})
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.ReadyInterval = time.Hour }), slow)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }), slow)
 	c := dialProxy(t, s, "r")
 	rc, err := c.SyscallConn()
 	if err != nil {

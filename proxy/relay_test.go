@@ -73,19 +73,19 @@ func TestLargeTransferBothWaysIsByteExact(t *testing.T) {
 		err error
 	}
 	fromClient := make(chan result, 1)
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			h := sha256.New()
-			n, err := io.Copy(h, uc.r)
+			n, err := io.Copy(h, uc.Reader)
 			fromClient <- result{h.Sum(nil), n, err}
 		})
-		if err := up2down.writeTo(uc.conn, total, nil); err == nil {
-			_ = uc.conn.CloseWrite()
+		if err := up2down.writeTo(uc.Conn, total, nil); err == nil {
+			_ = uc.Conn.CloseWrite()
 		}
 		wg.Wait()
 	})
-	s := startProxy(t, testConfig(up.addr()))
+	s := startProxy(t, testConfig(up.Addr()))
 	c := dialProxy(t, s, "r")
 
 	start := time.Now()
@@ -127,16 +127,16 @@ func TestLargeTransferBothWaysIsByteExact(t *testing.T) {
 // CloseWrite must reach the upstream as EOF, and what the upstream sends
 // afterwards must still be delivered.
 func TestHalfCloseReachesUpstreamAndResponseStillArrives(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-		req, err := io.ReadAll(uc.r) // returns only on EOF
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+		req, err := io.ReadAll(uc.Reader) // returns only on EOF
 		if err != nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
-		_, _ = uc.conn.Write(append([]byte("got "), req...))
-		_ = uc.conn.CloseWrite()
+		_, _ = uc.Conn.Write(append([]byte("got "), req...))
+		_ = uc.Conn.CloseWrite()
 	})
-	s := startProxy(t, testConfig(up.addr()))
+	s := startProxy(t, testConfig(up.Addr()))
 	c := dialProxy(t, s, "r")
 	if _, err := c.Write([]byte("request")); err != nil {
 		t.Fatal(err)
@@ -158,8 +158,8 @@ func TestHalfCloseReachesUpstreamAndResponseStillArrives(t *testing.T) {
 }
 
 func TestIdleTimeoutClosesSilentConnection(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
 	c := dialProxy(t, s, "r")
 	if _, err := c.Write([]byte("x")); err != nil {
 		t.Fatal(err)
@@ -182,13 +182,13 @@ func TestIdleTimeoutClosesSilentConnection(t *testing.T) {
 // direction, so a client that only sends must not be cut off.
 func TestIdleTimeoutSparesOneWayTraffic(t *testing.T) {
 	received := make(chan int64, 1)
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-		n, _ := io.Copy(io.Discard, uc.r)
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+		n, _ := io.Copy(io.Discard, uc.Reader)
 		received <- n
 	})
 	// Generous margins: the machine is shared, and a scheduling stall longer
 	// than the idle timeout minus the write gap would be real idleness.
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = time.Second }))
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.IdleTimeout = time.Second }))
 	c := dialProxy(t, s, "r")
 	for range 25 { // 2.5 s, well past the idle timeout
 		if _, err := c.Write([]byte("x")); err != nil {
@@ -215,10 +215,10 @@ func TestIdleTimeoutSparesOneWayTraffic(t *testing.T) {
 // never reads, so after the buffers fill nothing moves and the idle timeout
 // must still close the connection.
 func TestIdleTimeoutWhenPeerStopsReading(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-		_ = newPattern(3).writeTo(uc.conn, 1<<30, nil)
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+		_ = newPattern(3).writeTo(uc.Conn, 1<<30, nil)
 	})
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.IdleTimeout = 300 * time.Millisecond }))
 	c := dialProxy(t, s, "r")
 	_ = c.CloseWrite() // client->upstream ends at once; only the stuck direction is left
 	harness.Eventually(t, 10*time.Second, "closed{idle}", func() bool {
@@ -238,10 +238,10 @@ func TestIdleTimeoutWhenPeerStopsReading(t *testing.T) {
 // pool would keep such pipes (2 fds each) until a later garbage collection,
 // beyond the per-connection fd budget.
 func TestSplicedPipesCloseWithTheirConnection(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
-		_ = newPattern(5).writeTo(uc.conn, 8<<20, nil) // streams: the direction splices
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
+		_ = newPattern(5).writeTo(uc.Conn, 8<<20, nil) // streams: the direction splices
 	})
-	s := startProxy(t, testConfig(up.addr()))
+	s := startProxy(t, testConfig(up.Addr()))
 	// No garbage collection during the test: the pipes must go with their
 	// connections, not with a later GC.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))

@@ -82,14 +82,14 @@ func TestClassifyDialError(t *testing.T) {
 
 // holdUpstream keeps every relayed connection open until the test ends and
 // reports each one on accepted.
-func holdUpstream(t *testing.T) (*fakeUpstream, chan struct{}) {
+func holdUpstream(t *testing.T) (*harness.Upstream, chan struct{}) {
 	accepted := make(chan struct{}, 16)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
 		accepted <- struct{}{}
-		go func() { <-release; _ = uc.conn.Close() }()
-		_, _ = io.Copy(io.Discard, uc.r)
+		go func() { <-release; _ = uc.Conn.Close() }()
+		_, _ = io.Copy(io.Discard, uc.Reader)
 	})
 	return up, accepted
 }
@@ -107,7 +107,7 @@ func waitN(t *testing.T, ch chan struct{}, n int) {
 
 func TestConnectionCapRefusesBeyondCapAndRecovers(t *testing.T) {
 	up, accepted := holdUpstream(t)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.MaxConns = 2 }))
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.MaxConns = 2 }))
 	c1 := dialProxy(t, s, "r")
 	_ = dialProxy(t, s, "r")
 	waitN(t, accepted, 2)
@@ -133,12 +133,12 @@ func TestConnectionCapRefusesBeyondCapAndRecovers(t *testing.T) {
 // fails at once, new connections are refused after the lameduck, and an
 // in-flight exchange completes.
 func TestDrainLetsInFlightFinishAndRefusesNew(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
 		// Line-by-line echo, so the test controls when the exchange ends.
-		_, _ = io.Copy(uc.conn, uc.r)
-		_ = uc.conn.CloseWrite()
+		_, _ = io.Copy(uc.Conn, uc.Reader)
+		_ = uc.Conn.CloseWrite()
 	})
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) {
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) {
 		c.Lameduck = 200 * time.Millisecond
 		c.DrainTimeout = 10 * time.Second
 	}))
@@ -208,7 +208,7 @@ func TestDrainLetsInFlightFinishAndRefusesNew(t *testing.T) {
 
 func TestDrainTimeoutClosesRemainingConnections(t *testing.T) {
 	up, accepted := holdUpstream(t)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.DrainTimeout = 300 * time.Millisecond }))
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.DrainTimeout = 300 * time.Millisecond }))
 	c := dialProxy(t, s, "r")
 	waitN(t, accepted, 1)
 	start := time.Now()
@@ -226,7 +226,7 @@ func TestDrainTimeoutClosesRemainingConnections(t *testing.T) {
 
 func TestShutdownContextCancelClosesAtOnce(t *testing.T) {
 	up, accepted := holdUpstream(t)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) {
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) {
 		c.Lameduck = time.Minute
 		c.DrainTimeout = time.Minute
 	}))
@@ -251,13 +251,13 @@ func TestManyShortConnectionsLeakNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("10,000 connections skipped in -short mode")
 	}
-	up := newUpstream(t, "127.0.0.1", func(uc upstreamConn) {
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) {
 		buf := make([]byte, 4)
-		if _, err := io.ReadFull(uc.r, buf); err == nil {
-			_, _ = uc.conn.Write([]byte("pong"))
+		if _, err := io.ReadFull(uc.Reader, buf); err == nil {
+			_, _ = uc.Conn.Write([]byte("pong"))
 		}
 	})
-	s := startProxy(t, testConfig(up.addr()))
+	s := startProxy(t, testConfig(up.Addr()))
 	addr := s.Addr("r").String()
 	oneConn := func() error {
 		c, err := net.Dial("tcp", addr)
@@ -340,8 +340,8 @@ func TestManyShortConnectionsLeakNothing(t *testing.T) {
 // new ones are admitted: a connection must be complete (its cancel function
 // included) before shutdown can see it. Run with -race.
 func TestAbortDuringAdmitIsSafe(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
-	s := startProxy(t, testConfig(up.addr(), func(c *Config) { c.MaxConns = 0 }))
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.MaxConns = 0 }))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -96,13 +96,13 @@ func TestDropForgetsOnlyTheFailedAddress(t *testing.T) {
 // relays, and after the first connection the loops connect themselves:
 // the name is looked up at most once per resolveTTL, not per connection.
 func TestUpstreamByNameIsRelayedAndCached(t *testing.T) {
-	up := newUpstream(t, "127.0.0.1", echo)
+	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
 	var lookups atomic.Int32
 	counting := func(ctx context.Context, network, host string) ([]netip.Addr, error) {
 		lookups.Add(1)
 		return net.DefaultResolver.LookupNetIP(ctx, network, host)
 	}
-	s := startProxy(t, testConfig(net.JoinHostPort("localhost", strconv.Itoa(up.port())), func(c *Config) { c.ReadyInterval = time.Hour }), withLookup(counting))
+	s := startProxy(t, testConfig(net.JoinHostPort("localhost", strconv.Itoa(up.Port())), func(c *Config) { c.ReadyInterval = time.Hour }), withLookup(counting))
 	rs := s.routes[0]
 	if rs.name == nil {
 		t.Fatal("no name cache for a name upstream")

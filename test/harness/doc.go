@@ -38,7 +38,8 @@
 //   - addresses: [FreePort] and [FreeAddr] (free for TCP and UDP alike, as DNS
 //     servers need), [FreeLoopbackIP], [CanListen], [PortOf];
 //   - upstreams: [StartUpstream] and [StartEchoUpstream], an in-process
-//     PROXY-protocol receiver that records each header;
+//     PROXY-protocol receiver that records each header and sets readiness
+//     probes aside;
 //   - files and metrics: [WriteFile], [ScrapeMetrics] and [MetricValue].
 //
 // # Environment

@@ -125,15 +125,42 @@ func TestUpstreamRecordsTheHeaderAndEchoes(t *testing.T) {
 	}
 }
 
-func TestUpstreamDropsConnectionsWithoutAHeader(t *testing.T) {
-	u := harness.StartUpstream(t, "127.0.0.1", func(harness.UpstreamConn) { t.Error("handler ran without a header") })
-	// A readiness probe: connect and close.
-	c, err := net.Dial("tcp", u.Addr())
+// TestUpstreamSetsProbesAside: a readiness probe (nothing sent, a LOCAL v2
+// header, PROXY UNKNOWN) never reaches the handler; its bytes go to Probes.
+func TestUpstreamSetsProbesAside(t *testing.T) {
+	u := harness.StartUpstream(t, "127.0.0.1", func(harness.UpstreamConn) { t.Error("handler ran for a probe") })
+	local, err := (&proxyproto.Header{Version: 2, Command: proxyproto.LOCAL, TransportProtocol: proxyproto.UNSPEC}).Format()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Close()
-	u.Close() // waits for the connection's goroutine
+	for _, tc := range []struct {
+		name string
+		sent []byte
+	}{
+		{"connect and close", nil},
+		{"LOCAL v2", local},
+		{"UNKNOWN v1", []byte("PROXY UNKNOWN\r\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", u.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Write(tc.sent); err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			select {
+			case got := <-u.Probes():
+				if string(got) != string(tc.sent) {
+					t.Fatalf("probe bytes %q, want %q", got, tc.sent)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no probe recorded")
+			}
+		})
+	}
+	u.Close() // waits for the connections' goroutines
 	u.Close() // idempotent
 }
 

@@ -23,11 +23,13 @@ type UpstreamConn struct {
 // Upstream is an in-process stand-in for a PROXY-protocol controller, for
 // tests of the proxy that need no real nginx: it requires a PROXY header (v1
 // or v2, parsed with go-proxyproto) on every connection, records it, and
-// hands the connection to its handler. A connection that closes before a
-// header is complete is dropped silently, as a readiness probe's is.
+// hands the connection to its handler. A readiness probe (a LOCAL or
+// UNKNOWN header, or a connection that closes before a header is complete)
+// never reaches the handler: its raw bytes go to [Upstream.Probes].
 type Upstream struct {
 	ln      net.Listener
 	headers chan *proxyproto.Header
+	probes  chan []byte
 	wg      sync.WaitGroup
 	once    sync.Once
 }
@@ -49,7 +51,7 @@ func StartUpstream(t testing.TB, host string, handle func(UpstreamConn)) *Upstre
 	if err != nil {
 		t.Fatalf("harness: upstream: %v", err)
 	}
-	u := &Upstream{ln: ln, headers: make(chan *proxyproto.Header, upstreamHeaders)}
+	u := &Upstream{ln: ln, headers: make(chan *proxyproto.Header, upstreamHeaders), probes: make(chan []byte, upstreamHeaders)}
 	u.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -73,8 +75,17 @@ func (u *Upstream) serve(c *net.TCPConn, handle func(UpstreamConn)) {
 	defer c.Close()
 	r := bufio.NewReaderSize(c, 64<<10)
 	_ = c.SetReadDeadline(time.Now().Add(headerTimeout))
+	// Peek first: the parser consumes what it reads, and a probe's bytes
+	// are what a test of the probe checks.
+	raw, _ := r.Peek(16)
+	raw = append([]byte(nil), raw...)
 	hdr, err := proxyproto.Read(r)
-	if err != nil {
+	if err != nil || hdr.Command.IsLocal() || hdr.TransportProtocol == proxyproto.UNSPEC {
+		rest, _ := io.ReadAll(r)
+		select {
+		case u.probes <- append(raw, rest...):
+		default:
+		}
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
@@ -110,6 +121,10 @@ func (u *Upstream) NextHeader(t testing.TB) *proxyproto.Header {
 		return nil
 	}
 }
+
+// Probes delivers the raw bytes of each readiness probe, as received: the
+// PROXY header (or whatever came instead) and anything after it.
+func (u *Upstream) Probes() <-chan []byte { return u.probes }
 
 // Close stops accepting and waits for every handler to return. It is
 // idempotent; t.Cleanup calls it too.
