@@ -59,8 +59,9 @@ func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopC
 }
 
 // start builds the header, registers the client socket and begins the
-// upstream dial: in the loop for an IP literal with the default dialer,
-// else on a goroutine through the Server's DialFunc.
+// upstream dial: in the loop when the route has an address for it
+// (routeServer.loopAddr), else on a goroutine through the Server's
+// DialFunc.
 func (c *loopConn) start() {
 	s := c.l.srv
 	m := c.rs.metrics
@@ -87,18 +88,11 @@ func (c *loopConn) start() {
 	up.skip = up.n
 	c.flows[toClient].writable = true
 	c.dialStart = time.Now()
-	switch {
-	case c.rs.literalOK && s.dialDefault:
-		c.connect(c.rs.literal)
-	case c.rs.name != nil:
-		if ap, ok := c.rs.name.current(c.l.now); ok {
-			c.connect(ap)
-			return
-		}
-		c.dialExternal()
-	default:
-		c.dialExternal()
+	if ap, ok := c.rs.loopAddr(c.l.now); ok {
+		c.connect(ap)
+		return
 	}
+	c.dialExternal()
 }
 
 // header formats the PROXY header for the client socket fd.

@@ -26,12 +26,11 @@ type Server struct {
 	dial   DialFunc
 	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
 
-	dialDefault bool       // no WithDialFunc: loops may connect themselves
-	lookup      lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
-	loops       []*loop    // one per GOMAXPROCS; they own every connection
-	version     string
-	metrics     *metrics
-	dialLog     *dialErrorLog
+	lookup  lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
+	loops   []*loop    // one per GOMAXPROCS; they own every connection
+	version string
+	metrics *metrics
+	dialLog *dialErrorLog
 
 	routes []*routeServer
 	health *health
@@ -74,12 +73,26 @@ func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 // routeServer is one route's listener and state.
 type routeServer struct {
 	Route
-	ln        net.Listener
-	metrics   *routeMetrics
-	literal   netip.AddrPort // Upstream, when it is an IP literal
+	ln      net.Listener
+	metrics *routeMetrics
+	// With the default dialer the loops connect themselves: to literal, when
+	// Upstream is an IP literal, else to name's cached address.
+	literal   netip.AddrPort
 	literalOK bool
-	name      *upstreamName // Upstream's address, when it is a name and the dialer ours
-	up        atomic.Bool   // last readiness check succeeded
+	name      *upstreamName
+	up        atomic.Bool // last readiness check succeeded
+}
+
+// loopAddr is the address a loop may connect to itself; false means the
+// Server's DialFunc dials (a custom dialer, or a name not resolved yet).
+func (rs *routeServer) loopAddr(now time.Time) (netip.AddrPort, bool) {
+	if rs.literalOK {
+		return rs.literal, true
+	}
+	if rs.name != nil {
+		return rs.name.current(now)
+	}
+	return netip.AddrPort{}, false
 }
 
 // New validates cfg and builds a Server; nothing is bound until Start.
@@ -97,8 +110,8 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if s.dial == nil {
-		s.dialDefault = true
+	dialDefault := s.dial == nil // no WithDialFunc: the loops may connect themselves
+	if dialDefault {
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
 		s.dial = d.DialContext
 	}
@@ -106,9 +119,10 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	s.dialLog = newDialErrorLog(s.log, 10*time.Second)
 	for _, r := range cfg.Routes {
 		rs := &routeServer{Route: r, metrics: s.metrics.forRoute(r.Name)}
-		rs.literal, rs.literalOK = literalUpstream(r.Upstream)
-		if s.dialDefault && !rs.literalOK {
-			rs.name = newUpstreamName(r.Upstream, cfg.DialTimeout, s.lookup)
+		if dialDefault {
+			if rs.literal, rs.literalOK = literalUpstream(r.Upstream); !rs.literalOK {
+				rs.name = newUpstreamName(r.Upstream, cfg.DialTimeout, s.lookup)
+			}
 		}
 		s.routes = append(s.routes, rs)
 	}
