@@ -39,7 +39,6 @@ type loop struct {
 	slots []*loopConn // epoll data → connection; nil is free
 	free  []int32     // free slot numbers
 	freed []int32     // slots of connections closed in this batch
-	conns int         // connections owned
 
 	listeners []*loopListener
 
@@ -351,7 +350,6 @@ func (l *loop) addSlot(c *loopConn) {
 		c.slot = int32(len(l.slots))
 		l.slots = append(l.slots, c)
 	}
-	l.conns++
 }
 
 // dropSlot frees c's slot at the end of the batch, so an event of the same
@@ -359,7 +357,6 @@ func (l *loop) addSlot(c *loopConn) {
 func (l *loop) dropSlot(c *loopConn) {
 	l.slots[c.slot] = nil
 	l.freed = append(l.freed, c.slot)
-	l.conns--
 }
 
 func (l *loop) releaseSlots() {

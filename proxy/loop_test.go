@@ -150,7 +150,13 @@ func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 	})
 	for i, l := range s.loops {
 		var conns int
-		l.call(func() { conns = l.conns })
+		l.call(func() {
+			for _, c := range l.slots {
+				if c != nil {
+					conns++
+				}
+			}
+		})
 		if conns == 0 {
 			t.Errorf("loop %d holds no connection of %d", i, n)
 		}
