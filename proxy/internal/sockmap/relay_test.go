@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -98,6 +99,11 @@ func childOpen(t *testing.T, caps string) {
 		keep[c/32] |= 1 << (c % 32)
 	}
 	if os.Getuid() == 0 {
+		// capset(2) changes the calling thread only: without the lock, Open
+		// could run on another thread that still has every capability (the
+		// CAP_BPF-only case once loaded and relayed in CI). The goroutine
+		// stays locked, so its thread exits with it.
+		runtime.LockOSThread()
 		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 		data := [2]unix.CapUserData{
 			{Effective: keep[0], Permitted: keep[0]},
