@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # build/tools.sh builds the tools that the integration and end-to-end tests
 # run, from source through the Go module proxy: the control plane
-# (kube-apiserver and etcd, module test/tools) and helm (module
-# test/tools/helm).
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
+# node's kube-proxy (module test/tools), and helm (module test/tools/helm).
 #
-#   build/tools.sh          build what is not cached yet (all three) and print
+#   build/tools.sh          build what is not cached yet (all of them) and print
 #                           the control-plane folder on the last line
 #   build/tools.sh helm     build helm only, and print its path
 #   build/tools.sh --dir    print the absolute control-plane folder; build nothing
@@ -20,8 +20,10 @@
 # helm has a module of its own so that bumping it neither changes the
 # versions kube-apiserver is built with nor invalidates its cache.
 #
-# A cold build of kube-apiserver takes about 10 minutes on 2 cores and about
-# 3 GB of memory; helm about 3 minutes; etcd under a minute.
+# A cold build of kube-apiserver takes about 6-10 minutes on 2 cores and
+# about 3 GB of memory; kube-controller-manager, kube-scheduler and
+# kube-proxy about 7 minutes more (they share its build cache); helm about 3
+# minutes; etcd under a minute.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -107,8 +109,12 @@ if [[ "$only" == helm ]]; then
 	echo "$helmdir/helm"
 	exit 0
 fi
-if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$helmdir/helm" ]]; then
-	echo "tools: kube-apiserver and etcd are cached in $dir, helm in $helmdir" >&2
+# The Kubernetes components built from k8s.io/kubernetes, in build order.
+kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+cached=1
+for b in etcd "${kube[@]}"; do [[ -x "$dir/$b" ]] || cached=""; done
+if [[ -n "$cached" && -x "$helmdir/helm" ]]; then
+	echo "tools: the control plane and kube-proxy are cached in $dir, helm in $helmdir" >&2
 	echo "$dir"
 	exit 0
 fi
@@ -140,7 +146,9 @@ if [[ ! -x "$dir/kube-apiserver" ]]; then
 fi
 total=$SECONDS
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kldflags"
+for b in "${kube[@]}"; do
+	build "$b" "k8s.io/kubernetes/cmd/$b" "$kldflags"
+done
 build_helm
 echo "tools: done in $((SECONDS - total))s" >&2
 echo "$dir"
