@@ -47,7 +47,8 @@ const xattrPrefix = "SCHILY.xattr."
 // config. Layers are applied in order with their whiteouts, keeping modes,
 // owners, symlinks, hard links and extended attributes (the
 // security.capability that lets coredns bind :53 as 65532), so it must run
-// as root to unpack an image as a runtime would. A name or link that would
+// as root to unpack an image as a runtime would. dir is made 0755, as a
+// runtime's rootfs is, unless the image's "./" entry says otherwise. A name or link that would
 // reach outside dir, through ".." or through a symlink (absolute or not), is
 // an error that names the entry. Modification times are not kept.
 func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
@@ -79,6 +80,11 @@ func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
 		return nil, fmt.Errorf("unpack %s: %w", layoutDir, err)
 	}
 	defer root.Close()
+	// A runtime's rootfs is 0755, so that a non-root process can walk "/",
+	// unless the image's "./" entry says otherwise.
+	if err := root.Chmod(".", 0o755); err != nil {
+		return nil, fmt.Errorf("unpack %s: %w", layoutDir, err)
+	}
 	for i, l := range layers {
 		if err := applyLayer(root, l); err != nil {
 			return nil, fmt.Errorf("unpack %s: layer %d: %w", layoutDir, i, err)
@@ -172,9 +178,6 @@ func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) er
 		if err != nil {
 			return err
 		}
-		if name == "." {
-			continue
-		}
 		if err := fn(name, hdr, tr); err != nil {
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
@@ -252,6 +255,9 @@ func applyEntry(root *os.Root, name string, hdr *tar.Header, r io.Reader) error 
 		}
 	}
 	mode := hdr.FileInfo().Mode()
+	if name == "." && hdr.Typeflag != tar.TypeDir {
+		return fmt.Errorf("the rootfs itself can only be a folder")
+	}
 	old, err := root.Lstat(name)
 	if err == nil && !(old.IsDir() && hdr.Typeflag == tar.TypeDir) {
 		if err := root.RemoveAll(name); err != nil {

@@ -132,6 +132,16 @@ func TestUnpackImage(t *testing.T) {
 			},
 		},
 		{
+			name:   "the image's ./ entry sets the rootfs' own mode",
+			layers: [][]entry{{dir("./", 0o750, 0), file("./etc/hosts", 0o644, 0, "")}},
+			want:   map[string]want{".": {typ: fs.ModeDir, mode: 0o750}, "etc/hosts": {mode: 0o644}},
+		},
+		{
+			name:   "a ./ entry that is not a folder is refused",
+			layers: [][]entry{{file(".", 0o644, 0, "x")}},
+			err:    "the rootfs itself can only be a folder",
+		},
+		{
 			name:   "a name climbing out with .. is refused",
 			layers: [][]entry{{file("../escaped", 0o644, 0, "x")}},
 			err:    `entry "../escaped": path escapes the rootfs`,
@@ -168,6 +178,9 @@ func TestUnpackImage(t *testing.T) {
 			// The rootfs sits two levels down, so that "../.." from it is
 			// still inside base, where the test can see what escaped.
 			rootDir := filepath.Join(base, "a", "rootfs")
+			if err := os.MkdirAll(rootDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(filepath.Join(base, "escaped"), []byte("outside"), 0o644); err != nil {
 				t.Fatal(err)
 			}
