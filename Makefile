@@ -13,10 +13,11 @@ BIN := bin
 GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path './.cache/*') go.mod go.sum plugin.cfg
 
 # Control-plane binaries (kube-apiserver, etcd) built from source, cached by
-# the tools module's go.sum, and helm, cached by its own module's go.sum.
-# build/tools.sh prints the folder it filled.
+# the tools module's go.sum, and helm and actionlint, each cached by its own
+# module's go.sum. build/tools.sh prints the folder it filled.
 TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
+ACTIONLINT = $(shell build/tools.sh --actionlint)
 
 .PHONY: all build generate test unit fuzz tools deps demo bench images manifests release release-check clean FORCE
 
@@ -106,7 +107,7 @@ release: release-check images
 # (our coredns and proxy, real nginx, dig, curl).
 test: deps build tools images
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_ACTIONLINT=$(ACTIONLINT) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
 		go test -race -count=1 -timeout 30m ./...
 	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
