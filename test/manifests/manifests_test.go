@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,14 +38,7 @@ const (
 )
 
 // repoDir returns the repository's root folder.
-func repoDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+func repoDir(t testing.TB) string { return harness.RepoDir(t) }
 
 // chartDir returns the chart's folder.
 func chartDir(t testing.TB) string { return filepath.Join(repoDir(t), "manifests", "coredns-hairpin") }

@@ -3,7 +3,6 @@ package release
 import (
 	"archive/tar"
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -63,9 +62,6 @@ func resolve(t *testing.T, s string) (v1.Hash, error) {
 	}
 	return d.Digest, nil
 }
-
-// elfMachine is the ELF machine of each GOARCH the images are built for.
-var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
 
 // binaryOf returns the file at path (without its leading "/") in img's
 // flattened file system.

@@ -62,7 +62,7 @@ func makeRelease(t *testing.T, h *harness.Helm, registry string) string {
 	bin := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, makeBin, "-C", repoDir(t), "release",
+	cmd := exec.CommandContext(ctx, makeBin, "-C", harness.RepoDir(t), "release",
 		"REGISTRY="+registry, "VERSION="+testVersion, "BIN="+bin, "HELM="+h.Bin)
 	// Not the make (and its jobserver) that runs `make test`.
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
@@ -217,7 +217,7 @@ func checkIndex(t *testing.T, tag, path, digest string) {
 		if err != nil {
 			t.Fatalf("%s %s: %s is not an ELF binary: %v", tag, p, path, err)
 		}
-		if want := elfMachine[desc.Platform.Architecture]; f.Machine != want {
+		if want := harness.ELFMachine[desc.Platform.Architecture]; f.Machine != want {
 			t.Errorf("%s %s: %s is built for %v; want %v", tag, p, path, f.Machine, want)
 		}
 		if !bytes.Contains(bin, []byte(testVersion)) {
@@ -310,7 +310,7 @@ func checkSums(t *testing.T, out string, s summary) {
 			t.Errorf("SHA256SUMS lacks %s", want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(repoDir(t), "plugin", "kubectl-hairpin", "cmd", "kubectl-hairpin")); err != nil {
+	if _, err := os.Stat(filepath.Join(harness.RepoDir(t), "plugin", "kubectl-hairpin", "cmd", "kubectl-hairpin")); err != nil {
 		return // released before the plugin exists: no archives
 	}
 	k, err := os.ReadFile(filepath.Join(out, "hairpin.yaml"))

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -15,16 +14,6 @@ import (
 // envActionlint names the actionlint binary build/tools.sh builds
 // (`build/tools.sh --actionlint`; the Makefile exports it).
 const envActionlint = "HAIRPIN_ACTIONLINT"
-
-// repoDir returns the repository's root folder.
-func repoDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
 
 // requireActionlint returns HAIRPIN_ACTIONLINT, or skips the test (fails it
 // under HAIRPIN_REQUIRE_E2E=1).
@@ -54,11 +43,11 @@ func actionlint(t *testing.T, bin, dir string, files ...string) (string, error) 
 func TestWorkflowsPassActionlint(t *testing.T) {
 	bin := requireActionlint(t)
 	for _, name := range []string{"ci.yaml", "release.yaml"} {
-		if _, err := os.Stat(filepath.Join(repoDir(t), ".github", "workflows", name)); err != nil {
+		if _, err := os.Stat(filepath.Join(harness.RepoDir(t), ".github", "workflows", name)); err != nil {
 			t.Errorf("no workflow %s: %v", name, err)
 		}
 	}
-	if out, err := actionlint(t, bin, repoDir(t)); err != nil {
+	if out, err := actionlint(t, bin, harness.RepoDir(t)); err != nil {
 		t.Errorf("actionlint: %v\n%s", err, out)
 	}
 
