@@ -120,6 +120,20 @@ func (n *NS) Do(fn func() error) error {
 	return <-errc
 }
 
+// WriteEtc writes /etc/netns/NAME/file, which `ip netns exec` mounts over
+// /etc/file for the commands it runs (resolv.conf, hosts). [NS.Close]
+// removes it.
+func (n *NS) WriteEtc(file, content string) error {
+	dir := filepath.Join("/etc/netns", n.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("netns %s: %w", n.Name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
+		return fmt.Errorf("netns %s: %w", n.Name, err)
+	}
+	return nil
+}
+
 // Pids returns the processes whose network namespace is this one.
 func (n *NS) Pids() ([]int, error) {
 	out, err := exec.Command("ip", "netns", "pids", n.Name).Output()
