@@ -1,0 +1,83 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// Exec runs cmd in a running container as kubectl exec does: in the
+// container's network, mount, UTS and IPC namespaces and root (its
+// resolv.conf, its volumes), as its user, with its environment. A command
+// that ran and exited non-zero returns its output and an error naming the
+// exit status.
+func (n *Node) Exec(ctx context.Context, namespace, pod, container string, cmd ...string) (stdout, stderr string, err error) {
+	c, err := n.container(namespace, pod, container)
+	if err != nil {
+		return "", "", err
+	}
+	if len(cmd) == 0 {
+		return "", "", errors.New("node: exec: no command")
+	}
+	out, errOut, code, err := n.run(ctx, c, cmd, nil)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("node: exec %q in %s/%s/%s: exit status %d", cmd, namespace, pod, container, code)
+	}
+	return out, errOut, err
+}
+
+// run executes cmd in c's current instance and returns its output and exit
+// code; err is for a command that could not run at all.
+func (n *Node) run(ctx context.Context, c *container, cmd []string, stdin io.Reader) (stdout, stderr string, code int, err error) {
+	var o, e bytes.Buffer
+	code, err = n.attach(ctx, c, cmd, stdin, &o, &e)
+	return o.String(), e.String(), code, err
+}
+
+// attach runs cmd in c with the given streams, through nsenter(1) into the
+// container process's namespaces, root and working directory. nsenter
+// changes the credentials before it execs, so the command has the
+// container user's (lack of) capabilities.
+func (n *Node) attach(ctx context.Context, c *container, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	c.mu.Lock()
+	proc := c.proc
+	c.mu.Unlock()
+	if proc == nil || proc.exited() || proc.pid == 0 {
+		return 0, fmt.Errorf("container %s is not running", c.spec.Name)
+	}
+	inst := proc.inst
+	args := []string{"--target", strconv.Itoa(proc.pid), "--mount", "--uts", "--ipc", "--net", "--root", "--wd",
+		"--setuid", strconv.Itoa(int(inst.spec.UID)), "--setgid", strconv.Itoa(int(inst.spec.GID)), "--"}
+	x := exec.CommandContext(ctx, "nsenter", append(args, cmd...)...)
+	x.Env = inst.spec.Env
+	x.Stdin, x.Stdout, x.Stderr = stdin, stdout, stderr
+	x.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err := x.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && ctx.Err() == nil {
+		return exit.ExitCode(), nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("exec %q in %s: %w", cmd, c.spec.Name, err)
+	}
+	return 0, nil
+}
+
+// container finds a container of a Pod running on this node.
+func (n *Node) container(namespace, pod, name string) (*container, error) {
+	p := n.pod(namespace, pod)
+	if p == nil {
+		return nil, fmt.Errorf("node: no pod %s/%s on node %s", namespace, pod, n.cfg.NodeName)
+	}
+	for _, c := range p.all() {
+		if c.spec.Name == name {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("node: pod %s/%s has no container %q", namespace, pod, name)
+}
