@@ -40,7 +40,8 @@ func (n *Node) run(ctx context.Context, c *container, cmd []string, stdin io.Rea
 }
 
 // attach runs cmd in c with the given streams, through nsenter(1) into the
-// container process's namespaces, root and working directory. nsenter
+// container process's namespaces (PID included, so /proc/self is its own),
+// root and working directory. nsenter
 // changes the credentials before it execs, so the command has the
 // container user's (lack of) capabilities.
 func (n *Node) attach(ctx context.Context, c *container, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
@@ -51,12 +52,15 @@ func (n *Node) attach(ctx context.Context, c *container, cmd []string, stdin io.
 		return 0, fmt.Errorf("container %s is not running", c.spec.Name)
 	}
 	inst := proc.inst
-	args := []string{"--target", strconv.Itoa(proc.pid), "--mount", "--uts", "--ipc", "--net", "--root", "--wd",
+	args := []string{"--target", strconv.Itoa(proc.pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd",
 		"--setuid", strconv.Itoa(int(inst.spec.UID)), "--setgid", strconv.Itoa(int(inst.spec.GID)), "--"}
 	x := exec.CommandContext(ctx, "nsenter", append(args, cmd...)...)
 	x.Env = inst.spec.Env
 	x.Stdin, x.Stdout, x.Stderr = stdin, stdout, stderr
-	x.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// nsenter forks to enter the PID namespace; its process group lets a
+	// cancelled context kill the command too.
+	x.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
 	err := x.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && ctx.Err() == nil {
