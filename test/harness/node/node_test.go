@@ -29,11 +29,14 @@ func TestNode(t *testing.T) {
 	t.Run("ConfigMapUpdateSwapsData", func(t *testing.T) { testConfigMapUpdate(t, f) })
 	t.Run("ProjectedTokenIsAcceptedByTheAPIServer", func(t *testing.T) { testToken(t, f) })
 	t.Run("ReadinessProbes", func(t *testing.T) { testReadiness(t, f) })
-	t.Run("LivenessFailureRestarts", func(t *testing.T) { testLiveness(t, f) })
+	t.Run("RestartPolicy", func(t *testing.T) { testRestarts(t, f) })
+	t.Run("InitContainersRunFirst", func(t *testing.T) { testInit(t, f) })
+	t.Run("HostNetworkPodRunsInTheNodeNamespace", func(t *testing.T) { testHostNetwork(t, f) })
 	t.Run("OCIImageRunsAsItsUserWithFileCapabilities", func(t *testing.T) { testCoreDNS(t, f) })
 	t.Run("UnknownImageIsErrImagePull", func(t *testing.T) { testUnknownImage(t, f) })
 	t.Run("LogsLocallyAndThroughTheKubeletAPI", func(t *testing.T) { testLogs(t, f) })
 	t.Run("DeleteStopsTheProcessAndRemovesTheNamespace", func(t *testing.T) { testDelete(t, f) })
+	t.Run("DeletionGracePeriod", func(t *testing.T) { testGrace(t, f) })
 	t.Run("StopLeavesNothing", func(t *testing.T) { testStop(t, f) })
 }
 
@@ -226,5 +229,79 @@ func testUnknownImage(t *testing.T, f *fixture) {
 	w := p.Status.ContainerStatuses[0].State.Waiting
 	if p.Status.Phase != corev1.PodPending || !strings.Contains(w.Message, "registry.test/nope:1") {
 		t.Fatalf("status: %s (message %q)", describe(p), w.Message)
+	}
+}
+
+func testInit(t *testing.T, f *fixture) {
+	ns := f.namespace(t, "init")
+	pod := hostPod("staged", "sleep", "3600")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "first", Image: hostImage, Command: []string{"sh", "-c", "echo one > /work/log"}, VolumeMounts: mount},
+		{Name: "second", Image: hostImage, Command: []string{"sh", "-c", "test -f /work/log && echo two >> /work/log"}, VolumeMounts: mount},
+	}
+	pod.Spec.Containers[0].VolumeMounts = mount
+	f.create(t, ns, pod)
+	p := f.waitReady(t, ns, "staged")
+	if got := f.exec(t, ns, "staged", "cat", "/work/log"); got != "one\ntwo\n" {
+		t.Errorf("init containers wrote %q", got)
+	}
+	if !hasCondition(p, corev1.PodInitialized) || len(p.Status.InitContainerStatuses) != 2 {
+		t.Fatalf("status: %s", describe(p))
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" {
+			t.Errorf("init container %s: %+v", s.Name, s.State)
+		}
+	}
+}
+
+func testHostNetwork(t *testing.T, f *fixture) {
+	ns := f.namespace(t, "hostnet")
+	pod := hostPod("hostnet", "sleep", "3600")
+	pod.Spec.HostNetwork = true
+	f.create(t, ns, pod)
+	p := f.waitReady(t, ns, "hostnet")
+	if p.Status.PodIP != nodeIP.String() {
+		t.Errorf("podIP %s, want the node's %s", p.Status.PodIP, nodeIP)
+	}
+	pid, _ := f.node.ContainerPID(ns, "hostnet", "main")
+	if out, err := command("ip", "netns", "identify", itoa(pid)); err != nil || strings.TrimSpace(out) != f.nodeNS.Name {
+		t.Errorf("runs in namespace %q (%v), want %s", out, err, f.nodeNS.Name)
+	}
+}
+
+// testGrace deletes Pods whose process handles SIGTERM and whose process
+// ignores it: the first goes at once, the second after the (capped) grace
+// period, killed.
+func testGrace(t *testing.T, f *fixture) {
+	ns := f.namespace(t, "grace")
+	for _, tc := range []struct {
+		name     string
+		script   string
+		min, max time.Duration
+	}{
+		{"handles-term", "trap 'exit 0' TERM; while :; do sleep 0.1; done", 0, 1500 * time.Millisecond},
+		{"ignores-term", "trap '' TERM; while :; do sleep 0.1; done", 2 * time.Second, 6 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.create(t, ns, hostPod(tc.name, "sh", "-c", tc.script))
+			f.waitReady(t, ns, tc.name)
+			must(t, f.client.CoreV1().Pods(ns).Delete(t.Context(), tc.name, metav1.DeleteOptions{}))
+			start := time.Now()
+			for {
+				if _, err := f.client.CoreV1().Pods(ns).Get(t.Context(), tc.name, metav1.GetOptions{}); err != nil {
+					break
+				}
+				if time.Since(start) > 15*time.Second {
+					t.Fatal("still there after 15s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if d := time.Since(start); d < tc.min || d > tc.max {
+				t.Errorf("deleted after %s, want between %s and %s", d.Round(time.Millisecond), tc.min, tc.max)
+			}
+		})
 	}
 }
