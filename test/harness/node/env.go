@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // envList is an environment that keeps the order in which names were
@@ -96,31 +95,22 @@ func (n *Node) containerEnv(pod *corev1.Pod, c *corev1.Container, ip netip.Addr)
 // envFromSource returns the data of an envFrom ConfigMap or Secret; an
 // optional one that is missing gives nothing.
 func (n *Node) envFromSource(ns string, from corev1.EnvFromSource) (map[string]string, error) {
+	var data map[string][]byte
+	var err error
 	switch {
 	case from.ConfigMapRef != nil:
-		cm, err := n.configMaps.ConfigMaps(ns).Get(from.ConfigMapRef.Name)
-		if apierrors.IsNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("envFrom configmap %q: %w", from.ConfigMapRef.Name, err)
-		}
-		return cm.Data, nil
+		data, err = n.objectData(ns, kindConfigMap, from.ConfigMapRef.Name, isTrue(from.ConfigMapRef.Optional))
 	case from.SecretRef != nil:
-		s, err := n.secrets.Secrets(ns).Get(from.SecretRef.Name)
-		if apierrors.IsNotFound(err) && isTrue(from.SecretRef.Optional) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("envFrom secret %q: %w", from.SecretRef.Name, err)
-		}
-		data := map[string]string{}
-		for k, v := range s.Data {
-			data[k] = string(v)
-		}
-		return data, nil
+		data, err = n.objectData(ns, kindSecret, from.SecretRef.Name, isTrue(from.SecretRef.Optional))
 	}
-	return nil, nil
+	if err != nil {
+		return nil, fmt.Errorf("envFrom: %w", err)
+	}
+	out := map[string]string{}
+	for k, v := range data {
+		out[k] = string(v)
+	}
+	return out, nil
 }
 
 // envValueFrom resolves one valueFrom; ok is false for an optional key
@@ -135,39 +125,10 @@ func (n *Node) envValueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.E
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
 		ref := from.ConfigMapKeyRef
-		cm, err := n.configMaps.ConfigMaps(pod.Namespace).Get(ref.Name)
-		if err != nil {
-			if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("configmap %q: %w", ref.Name, err)
-		}
-		if v, ok := cm.Data[ref.Key]; ok {
-			return v, true, nil
-		}
-		if v, ok := cm.BinaryData[ref.Key]; ok {
-			return string(v), true, nil
-		}
-		if isTrue(ref.Optional) {
-			return "", false, nil
-		}
-		return "", false, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
+		return n.objectKey(pod.Namespace, kindConfigMap, ref.Name, ref.Key, isTrue(ref.Optional))
 	case from.SecretKeyRef != nil:
 		ref := from.SecretKeyRef
-		s, err := n.secrets.Secrets(pod.Namespace).Get(ref.Name)
-		if err != nil {
-			if apierrors.IsNotFound(err) && isTrue(ref.Optional) {
-				return "", false, nil
-			}
-			return "", false, fmt.Errorf("secret %q: %w", ref.Name, err)
-		}
-		if v, ok := s.Data[ref.Key]; ok {
-			return string(v), true, nil
-		}
-		if isTrue(ref.Optional) {
-			return "", false, nil
-		}
-		return "", false, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
+		return n.objectKey(pod.Namespace, kindSecret, ref.Name, ref.Key, isTrue(ref.Optional))
 	}
 	return "", false, fmt.Errorf("unsupported valueFrom")
 }

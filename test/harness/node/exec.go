@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/node/internal/shim"
 )
 
 // Exec runs cmd in a running container as kubectl exec does: in the
@@ -39,11 +42,11 @@ func (n *Node) run(ctx context.Context, c *container, cmd []string, stdin io.Rea
 	return o.String(), e.String(), code, err
 }
 
-// attach runs cmd in c with the given streams, through nsenter(1) into the
-// container process's namespaces (PID included, so /proc/self is its own),
-// root and working directory. nsenter
-// changes the credentials before it execs, so the command has the
-// container user's (lack of) capabilities.
+// attach runs cmd in c with the given streams: nsenter(1) enters the
+// container process's mount, UTS, IPC, network and PID namespaces (so
+// /proc/self is the command's own) and starts this binary's stage 2 there,
+// which chroots into the container's root and takes its user, groups,
+// capabilities and no_new_privs exactly as the container process did.
 func (n *Node) attach(ctx context.Context, c *container, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	c.mu.Lock()
 	proc := c.proc
@@ -51,17 +54,30 @@ func (n *Node) attach(ctx context.Context, c *container, cmd []string, stdin io.
 	if proc == nil || proc.exited() || proc.pid == 0 {
 		return 0, fmt.Errorf("container %s is not running", c.spec.Name)
 	}
-	inst := proc.inst
-	args := []string{"--target", strconv.Itoa(proc.pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd",
-		"--setuid", strconv.Itoa(int(inst.spec.UID)), "--setgid", strconv.Itoa(int(inst.spec.GID)), "--"}
-	x := exec.CommandContext(ctx, "nsenter", append(args, cmd...)...)
-	x.Env = inst.spec.Env
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("exec: %w", err)
+	}
+	spec := proc.inst.spec
+	spec.Args = cmd
+	f, err := os.CreateTemp(proc.inst.dir, "exec-*.json")
+	if err != nil {
+		return 0, fmt.Errorf("exec: %w", err)
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	if err := spec.Write(f.Name()); err != nil {
+		return 0, err
+	}
+	x := exec.CommandContext(ctx, "nsenter", "--target", strconv.Itoa(proc.pid),
+		"--mount", "--uts", "--ipc", "--net", "--pid", "--", self)
+	x.Env = []string{shim.EnvExec + "=" + f.Name()}
 	x.Stdin, x.Stdout, x.Stderr = stdin, stdout, stderr
 	// nsenter forks to enter the PID namespace; its process group lets a
 	// cancelled context kill the command too.
 	x.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
-	err := x.Run()
+	err = x.Run()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) && ctx.Err() == nil {
 		return exit.ExitCode(), nil

@@ -28,6 +28,7 @@ func TestNode(t *testing.T) {
 	t.Run("ResolvConfFollowsDNSPolicy", func(t *testing.T) { testResolvConf(t, f) })
 	t.Run("ConfigMapUpdateSwapsData", func(t *testing.T) { testConfigMapUpdate(t, f) })
 	t.Run("ProjectedTokenIsAcceptedByTheAPIServer", func(t *testing.T) { testToken(t, f) })
+	t.Run("SecurityContext", func(t *testing.T) { testSecurityContext(t, f) })
 	t.Run("ReadinessProbes", func(t *testing.T) { testReadiness(t, f) })
 	t.Run("RestartPolicy", func(t *testing.T) { testRestarts(t, f) })
 	t.Run("InitContainersRunFirst", func(t *testing.T) { testInit(t, f) })

@@ -5,7 +5,6 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // defaultMode is the API's default for volume files (0644).
@@ -63,8 +62,21 @@ func itemMode(m *int32, def os.FileMode) os.FileMode {
 	return os.FileMode(*m)
 }
 
-// keysToFiles adds data's keys (or just items, at their paths) to out.
-func keysToFiles(out map[string]file, kind, name string, data map[string][]byte, items []corev1.KeyToPath, optional bool, dm os.FileMode, owner fileOwner) error {
+func (p *pod) configMapFiles(out map[string]file, name string, items []corev1.KeyToPath, optional *bool, dm os.FileMode, owner fileOwner) error {
+	return p.objectFiles(out, kindConfigMap, name, items, isTrue(optional), dm, owner)
+}
+
+func (p *pod) secretFiles(out map[string]file, name string, items []corev1.KeyToPath, optional *bool, dm os.FileMode, owner fileOwner) error {
+	return p.objectFiles(out, kindSecret, name, items, isTrue(optional), dm, owner)
+}
+
+// objectFiles adds a ConfigMap's or Secret's keys (or just items, at their
+// paths) to out.
+func (p *pod) objectFiles(out map[string]file, kind, name string, items []corev1.KeyToPath, optional bool, dm os.FileMode, owner fileOwner) error {
+	data, err := p.n.objectData(p.namespace(), kind, name, optional)
+	if err != nil {
+		return err
+	}
 	if len(items) == 0 {
 		for k, v := range data {
 			out[k] = owner.file(v, dm)
@@ -77,40 +89,11 @@ func keysToFiles(out map[string]file, kind, name string, data map[string][]byte,
 			if optional {
 				continue
 			}
-			return fmt.Errorf("configure %s volume: %s %q has no key %q", kind, kind, name, it.Key)
+			return fmt.Errorf("%s %q has no key %q", kind, name, it.Key)
 		}
 		out[it.Path] = owner.file(v, itemMode(it.Mode, dm))
 	}
 	return nil
-}
-
-func (p *pod) configMapFiles(out map[string]file, name string, items []corev1.KeyToPath, optional *bool, dm os.FileMode, owner fileOwner) error {
-	cm, err := p.n.configMaps.ConfigMaps(p.namespace()).Get(name)
-	if apierrors.IsNotFound(err) && isTrue(optional) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("configmap %q: %w", name, err)
-	}
-	data := map[string][]byte{}
-	for k, v := range cm.Data {
-		data[k] = []byte(v)
-	}
-	for k, v := range cm.BinaryData {
-		data[k] = v
-	}
-	return keysToFiles(out, "configmap", name, data, items, isTrue(optional), dm, owner)
-}
-
-func (p *pod) secretFiles(out map[string]file, name string, items []corev1.KeyToPath, optional *bool, dm os.FileMode, owner fileOwner) error {
-	s, err := p.n.secrets.Secrets(p.namespace()).Get(name)
-	if apierrors.IsNotFound(err) && isTrue(optional) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("secret %q: %w", name, err)
-	}
-	return keysToFiles(out, "secret", name, s.Data, items, isTrue(optional), dm, owner)
 }
 
 func (p *pod) downwardFiles(out map[string]file, items []corev1.DownwardAPIVolumeFile, dm os.FileMode, owner fileOwner) error {

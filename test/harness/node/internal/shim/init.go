@@ -18,15 +18,23 @@ func init() {
 		os.Exit(runShim(path))
 	}
 	if path := os.Getenv(envStage2); path != "" {
-		runStage2(path)
+		runStage2(path, true)
+	}
+	if path := os.Getenv(EnvExec); path != "" {
+		runStage2(path, false)
 	}
 }
 
 // fail reports err on StatusFD (and stderr, the container's log) and
 // returns the exit status of a container that could not start.
-func fail(err error) int {
+func fail(err error) int { return failTo(err, true) }
+
+// failTo is fail, reporting on StatusFD only when the process has one.
+func failTo(err error, status bool) int {
 	msg := err.Error() + "\n"
-	_, _ = unix.Write(StatusFD, []byte(msg))
+	if status {
+		_, _ = unix.Write(StatusFD, []byte(msg))
+	}
 	fmt.Fprint(os.Stderr, "hairpin-node: ", msg)
 	return 128
 }

@@ -29,6 +29,13 @@ const EnvSpec = "HAIRPIN_NODE_SHIM"
 // envStage2 makes a process run as stage 2 of the Spec file it names.
 const envStage2 = "HAIRPIN_NODE_STAGE2"
 
+// EnvExec makes a process run as stage 2 of the Spec file it names for a
+// command executed in a running container (kubectl exec): started by
+// nsenter(1) in the container's namespaces, it chroots, takes the
+// container's user and capabilities and execs the command, with no
+// StatusFD.
+const EnvExec = "HAIRPIN_NODE_EXEC"
+
 // StatusFD is the descriptor on which the shim reports a failure to start
 // the container, as one line of text. The agent passes the write end of a
 // pipe: it reads EOF without a message once the container's execve

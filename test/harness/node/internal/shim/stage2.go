@@ -18,14 +18,16 @@ import (
 // and no_new_privs are set with raw syscalls on this one locked thread,
 // the one that calls execve, so the Go runtime's other threads (which die
 // at execve) need not follow.
-func runStage2(path string) {
+func runStage2(path string, status bool) {
 	runtime.LockOSThread()
+	if status {
+		unix.CloseOnExec(StatusFD)
+	}
 	err := stage2(path)
-	os.Exit(fail(err))
+	os.Exit(failTo(err, status))
 }
 
 func stage2(path string) error {
-	unix.CloseOnExec(StatusFD)
 	s, err := readSpec(path)
 	if err != nil {
 		return err
@@ -124,9 +126,7 @@ func setCreds(s *Spec) error {
 	if len(groups) == 0 {
 		groups = []uint32{s.GID}
 	}
-	var gp unsafe.Pointer
-	gp = unsafe.Pointer(&groups[0])
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(gp), 0); e != 0 {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
 		return fmt.Errorf("setgroups: %w", e)
 	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(s.GID), uintptr(s.GID), uintptr(s.GID)); e != 0 {
