@@ -104,6 +104,9 @@ func (c *container) wait(attempt int, ran bool) bool {
 		}}
 		c.mu.Unlock()
 		c.p.markChanged()
+		if d > 0 {
+			c.event(corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.spec.Name, c.p.object().Name)
+		}
 	} else {
 		c.mu.Lock()
 		if w := c.state.Waiting; w != nil && w.Reason == "ErrImagePull" {
@@ -128,26 +131,35 @@ func (c *container) wait(attempt int, ran bool) bool {
 // runOnce starts one instance and waits for its end; ran is false when it
 // could not be created (image, configuration), with the waiting reason set.
 func (c *container) runOnce() (exit int32, ran bool) {
+	select {
+	case <-c.kill: // a verdict on the previous instance
+	default:
+	}
 	inst, err := c.p.n.prepare(c)
 	if err != nil {
 		reason, msg := waitingReason(err)
 		c.setWaiting(reason, msg)
+		c.event(corev1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return 0, false
 	}
 	proc, err := startProcess(inst)
 	if err != nil {
 		c.setTerminated(inst, nil, 128, "StartError", err.Error())
+		c.event(corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return 128, true
 	}
 	c.setRunning(inst, proc)
+	c.event(corev1.EventTypeNormal, "Started", "Started container %s", c.spec.Name)
 	probes := newProbeRun(c, proc)
 	go probes.run()
 	reason := ""
 	select {
 	case <-proc.done:
 	case <-c.p.ctx.Done():
+		c.event(corev1.EventTypeNormal, "Killing", "Stopping container %s", c.spec.Name)
 		proc.stop(c.p.stopGrace())
 	case reason = <-c.kill:
+		c.event(corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.spec.Name, reason)
 		proc.stop(c.p.n.probeGrace(c.p.object(), probes.killing))
 	}
 	<-proc.done
@@ -224,4 +236,15 @@ func (c *container) retire() {
 	if c.state.Terminated != nil {
 		c.last = c.state
 	}
+}
+
+// event records an Event about the container's Pod, as kubelet does.
+func (c *container) event(typ, reason, format string, args ...any) {
+	obj := c.p.object()
+	ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
+		FieldPath: fmt.Sprintf("spec.containers{%s}", c.spec.Name)}
+	if c.isInit {
+		ref.FieldPath = fmt.Sprintf("spec.initContainers{%s}", c.spec.Name)
+	}
+	c.p.n.events.recorder.Eventf(ref, typ, reason, format, args...)
 }

@@ -164,3 +164,37 @@ func testToken(t *testing.T, f *fixture) {
 		t.Errorf("the token is not bound to the pod: extra %v", st.User.Extra)
 	}
 }
+
+// testLateConfigMap starts a Pod whose ConfigMap volume does not exist
+// yet: it waits in ContainerCreating, naming the ConfigMap, and starts as
+// soon as the ConfigMap is created.
+func testLateConfigMap(t *testing.T, f *fixture) {
+	ns := f.namespace(t, "late")
+	pod := hostPod("patient", "sleep", "3600")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "later"}}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "cfg", MountPath: "/cfg"}}
+	f.create(t, ns, pod)
+	p := f.waitPod(t, ns, "patient", "ContainerCreating", 20*time.Second, func(p *corev1.Pod) bool {
+		if len(p.Status.ContainerStatuses) == 0 {
+			return false
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == "ContainerCreating" && strings.Contains(w.Message, "later")
+	})
+	if p.Status.Phase != corev1.PodPending {
+		t.Fatalf("status: %s", describe(p))
+	}
+	time.Sleep(1500 * time.Millisecond) // into the set-up back-off
+	_, err := f.client.CoreV1().ConfigMaps(ns).Create(t.Context(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "later"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	must(t, err)
+	start := time.Now()
+	f.waitReady(t, ns, "patient")
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("ready %s after the ConfigMap appeared; the set-up should not wait out its back-off", d.Round(time.Millisecond))
+	}
+	if got := f.exec(t, ns, "patient", "cat", "/cfg/k"); got != "v" {
+		t.Errorf("/cfg/k = %q", got)
+	}
+}

@@ -75,7 +75,8 @@ func (n *Node) prepare(c *container) (*instance, error) {
 		return nil, err
 	}
 	name, _ := n.hostname(obj)
-	full := append([]string{"HOSTNAME=" + name}, mergeEnv(img.config.Env, env.list())...)
+	// As containerd: HOSTNAME, then the image's, then the container's.
+	full := mergeEnv(append([]string{"HOSTNAME=" + name}, img.config.Env...), env.list())
 	sc := c.spec.SecurityContext
 	p.mu.Lock()
 	netPath := p.net.ns.Path()

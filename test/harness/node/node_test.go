@@ -27,6 +27,7 @@ func TestNode(t *testing.T) {
 	t.Run("Environment", func(t *testing.T) { testEnv(t, f) })
 	t.Run("ResolvConfFollowsDNSPolicy", func(t *testing.T) { testResolvConf(t, f) })
 	t.Run("ConfigMapUpdateSwapsData", func(t *testing.T) { testConfigMapUpdate(t, f) })
+	t.Run("MissingConfigMapHoldsThePodUntilItExists", func(t *testing.T) { testLateConfigMap(t, f) })
 	t.Run("ProjectedTokenIsAcceptedByTheAPIServer", func(t *testing.T) { testToken(t, f) })
 	t.Run("SecurityContext", func(t *testing.T) { testSecurityContext(t, f) })
 	t.Run("ReadinessProbes", func(t *testing.T) { testReadiness(t, f) })

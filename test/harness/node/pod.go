@@ -142,6 +142,7 @@ func (p *pod) setUp() bool {
 		select {
 		case <-p.ctx.Done():
 			return false
+		case <-p.volumes: // a ConfigMap or Secret it reads has come
 		case <-time.After(backoff(time.Second, attempt, 10*time.Second)):
 		}
 	}

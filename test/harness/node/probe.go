@@ -98,7 +98,7 @@ func (r *probeRun) loop(pr *corev1.Probe, kind string, result func(bool) bool) b
 			succ, fail = succ+1, 0
 		} else {
 			succ, fail = 0, fail+1
-			r.c.p.n.events.recorder.Eventf(r.c.p.object(), corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
+			r.c.event(corev1.EventTypeWarning, "Unhealthy", "%s probe failed: %v", kind, err)
 		}
 		switch {
 		case succ >= int(threshold(pr.SuccessThreshold)) && verdict != 1:
