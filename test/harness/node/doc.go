@@ -26,6 +26,20 @@
 // Each container process is started by a copy of the running binary acting
 // as its shim (see internal/shim), so the package works the same from a
 // test binary and from the demo. It needs root, and everything it creates
-// is gone after [Node.Stop], or, if the process was killed, after
-// netns.Sweep.
+// is gone after [Node.Stop]; if the process is killed, the kernel kills
+// every container (each is a PID namespace whose init dies with its
+// parent) and netns.Sweep removes the namespaces left.
+//
+// OCI images are unpacked by [UnpackImage], which the importer sets to
+// harness.UnpackImage (this package does not import the harness, so that
+// the harness may import it):
+//
+//	node.UnpackImage = func(layout, arch, dir string) (*node.Rootfs, error) {
+//		r, err := harness.UnpackImage(layout, arch, dir)
+//		if err != nil {
+//			return nil, err
+//		}
+//		return &node.Rootfs{Dir: r.Dir, Entrypoint: r.Entrypoint, Cmd: r.Cmd,
+//			Env: r.Env, User: r.User, WorkingDir: r.WorkingDir}, nil
+//	}
 package node

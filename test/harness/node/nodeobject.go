@@ -56,10 +56,9 @@ func (n *Node) nodeObject() *corev1.Node {
 				{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID"},
 				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated"},
 			},
-			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: n.cfg.NodeIP.String()},
-				{Type: corev1.NodeHostName, Address: n.cfg.NodeName},
-			},
+			// No Hostname address: the apiserver prefers it by default for
+			// reaching the kubelet (logs, exec), and no DNS resolves it.
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.cfg.NodeIP.String()}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{
 				KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(n.cfg.KubeletPort)},
 			},
