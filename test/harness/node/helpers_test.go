@@ -86,12 +86,13 @@ type fixture struct {
 const (
 	hostImage    = "registry.test/host:1"
 	corednsImage = "registry.test/coredns:1"
+	proxyImage   = "registry.test/hairpin-proxy:1"
 )
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	requireRoot(t)
-	corednsLayout := imageLayout(t, "coredns")
+	corednsLayout, proxyLayout := imageLayout(t, "coredns"), imageLayout(t, "hairpin-proxy")
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
 	f := &fixture{cp: cp, client: cp.Clientset, dir: filepath.Join(t.TempDir(), "node"), log: &syncBuffer{}}
 	t.Cleanup(func() {
@@ -121,6 +122,7 @@ func newFixture(t *testing.T) *fixture {
 		Images: map[string]node.Image{
 			hostImage:    {Host: true},
 			corednsImage: {OCILayout: corednsLayout},
+			proxyImage:   {OCILayout: proxyLayout},
 		},
 		Dir:            f.dir,
 		KubeletPort:    10250,

@@ -35,6 +35,7 @@ func TestNode(t *testing.T) {
 	t.Run("InitContainersRunFirst", func(t *testing.T) { testInit(t, f) })
 	t.Run("HostNetworkPodRunsInTheNodeNamespace", func(t *testing.T) { testHostNetwork(t, f) })
 	t.Run("OCIImageRunsAsItsUserWithFileCapabilities", func(t *testing.T) { testCoreDNS(t, f) })
+	t.Run("ProxyImageWithTheChartsSecurityContextReachesAnotherPod", func(t *testing.T) { testProxy(t, f) })
 	t.Run("UnknownImageIsErrImagePull", func(t *testing.T) { testUnknownImage(t, f) })
 	t.Run("LogsLocallyAndThroughTheKubeletAPI", func(t *testing.T) { testLogs(t, f) })
 	t.Run("DeleteStopsTheProcessAndRemovesTheNamespace", func(t *testing.T) { testDelete(t, f) })

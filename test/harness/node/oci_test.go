@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -124,4 +125,55 @@ func procStatus(t *testing.T, pid int) map[string]string {
 		}
 	}
 	return m
+}
+
+// testProxy runs our hairpin-proxy image with the chart's security context
+// and probes, its route pointing at the nginx Pod of testServes: the
+// proxy's readiness needs that upstream, and a request through it reaches
+// nginx, which answers the PROXY header with 400 (it does not expect one).
+// So Pod-to-Pod traffic crosses the node.
+func testProxy(t *testing.T, f *fixture) {
+	upstream, ok := f.node.PodIP("serve", "web")
+	if !ok {
+		t.Fatal("the nginx pod of the serve subtest is not running")
+	}
+	ns := f.namespace(t, "proxy")
+	uid, no, yes := int64(65532), false, true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "proxy"},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: &no,
+			EnableServiceLinks:           &no,
+			SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid},
+			Containers: []corev1.Container{{
+				Name:  "main",
+				Image: proxyImage,
+				Args:  []string{"--route=:8080=" + upstream.String() + ":80", "--health-addr=:9090", "--ready-interval=1s", "--proxy-protocol=1"},
+				Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot: &yes, RunAsUser: &uid, RunAsGroup: &uid,
+					ReadOnlyRootFilesystem: &yes, AllowPrivilegeEscalation: &no,
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString("metrics")}}, PeriodSeconds: 1},
+				LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("metrics")}}, PeriodSeconds: 2},
+			}},
+		},
+	}
+	f.create(t, ns, pod)
+	p := f.waitReady(t, ns, "proxy")
+	pid, _ := f.node.ContainerPID(ns, "proxy", "main")
+	if st := procStatus(t, pid); st["Uid"] != "65532\t65532\t65532\t65532" || st["CapEff"] != "0000000000000000" {
+		t.Errorf("proxy runs with Uid %q CapEff %s", st["Uid"], st["CapEff"])
+	}
+	c, err := f.nodeNS.DialContext(t.Context(), "tcp", p.Status.PodIP+":8080")
+	must(t, err)
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_, err = c.Write([]byte("GET / HTTP/1.0\r\n\r\n"))
+	must(t, err)
+	resp, _ := io.ReadAll(c)
+	if !strings.HasPrefix(string(resp), "HTTP/1.1 400") {
+		t.Fatalf("through the proxy to nginx at %s: %q", upstream, resp)
+	}
 }
