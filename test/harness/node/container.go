@@ -152,15 +152,16 @@ func (c *container) runOnce() (exit int32, ran bool) {
 	c.event(corev1.EventTypeNormal, "Started", "Started container %s", c.spec.Name)
 	probes := newProbeRun(c, proc)
 	go probes.run()
+	go c.postStart()
 	reason := ""
 	select {
 	case <-proc.done:
 	case <-c.p.ctx.Done():
 		c.event(corev1.EventTypeNormal, "Killing", "Stopping container %s", c.spec.Name)
-		proc.stop(c.p.stopGrace())
+		c.stop(proc, c.p.stopGrace())
 	case reason = <-c.kill:
 		c.event(corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.spec.Name, reason)
-		proc.stop(c.p.n.probeGrace(c.p.object(), probes.killing))
+		c.stop(proc, c.p.n.probeGrace(c.p.object(), probes.killing))
 	}
 	<-proc.done
 	probes.stop()
