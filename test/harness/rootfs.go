@@ -157,9 +157,9 @@ func applyLayer(root *os.Root, l v1.Layer) error {
 	})
 }
 
-// eachEntry calls fn for every entry of l with its name relative to the
-// rootfs, refusing names that leave it.
-func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
+// WalkLayer calls fn for every entry of l's uncompressed tarball, in
+// order, with a reader of the entry's content; it stops at fn's first error.
+func WalkLayer(l v1.Layer, fn func(hdr *tar.Header, r io.Reader) error) error {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return err
@@ -174,14 +174,25 @@ func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) er
 		if err != nil {
 			return err
 		}
+		if err := fn(hdr, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// eachEntry calls fn for every entry of l with its name relative to the
+// rootfs, refusing names that leave it.
+func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
+	return WalkLayer(l, func(hdr *tar.Header, r io.Reader) error {
 		name, err := localName(hdr.Name)
 		if err != nil {
 			return err
 		}
-		if err := fn(name, hdr, tr); err != nil {
+		if err := fn(name, hdr, r); err != nil {
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
-	}
+		return nil
+	})
 }
 
 // localName turns a layer entry's name into a path relative to the rootfs
