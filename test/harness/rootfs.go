@@ -48,9 +48,10 @@ const xattrPrefix = "SCHILY.xattr."
 // owners, symlinks, hard links and extended attributes (the
 // security.capability that lets coredns bind :53 as 65532), so it must run
 // as root to unpack an image as a runtime would. dir is made 0755, as a
-// runtime's rootfs is, unless the image's "./" entry says otherwise. A name or link that would
-// reach outside dir, through ".." or through a symlink (absolute or not), is
-// an error that names the entry. Modification times are not kept.
+// runtime's rootfs is, unless the image's "./" entry says otherwise. A name
+// or link that would reach outside dir, through ".." or through a symlink
+// (absolute or not), is an error that names the entry. Modification times
+// are not kept.
 func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
 	lp, err := layout.FromPath(layoutDir)
 	if err != nil {
@@ -102,11 +103,21 @@ func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
 // platformImage finds the image for goos/arch in idx, descending into
 // nested indexes (a layout's index.json names one image index per tag).
 func platformImage(idx v1.ImageIndex, goos, arch string) (v1.Image, error) {
+	var seen []string
+	img, err := findPlatform(idx, goos, arch, &seen)
+	if err == nil && img == nil {
+		err = fmt.Errorf("no %s/%s image (found: %s)", goos, arch, strings.Join(seen, ", "))
+	}
+	return img, err
+}
+
+// findPlatform is platformImage's walk; it adds the platforms it passes
+// over to seen, and returns a nil image when none matches.
+func findPlatform(idx v1.ImageIndex, goos, arch string, seen *[]string) (v1.Image, error) {
 	m, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err
 	}
-	var seen []string
 	for _, desc := range m.Manifests {
 		switch {
 		case desc.MediaType.IsIndex():
@@ -114,10 +125,8 @@ func platformImage(idx v1.ImageIndex, goos, arch string) (v1.Image, error) {
 			if err != nil {
 				return nil, err
 			}
-			if img, err := platformImage(child, goos, arch); err == nil {
-				return img, nil
-			} else {
-				seen = append(seen, err.Error())
+			if img, err := findPlatform(child, goos, arch, seen); img != nil || err != nil {
+				return img, err
 			}
 		case desc.MediaType.IsImage():
 			p := desc.Platform
@@ -135,10 +144,10 @@ func platformImage(idx v1.ImageIndex, goos, arch string) (v1.Image, error) {
 			if p.OS == goos && p.Architecture == arch {
 				return idx.Image(desc.Digest)
 			}
-			seen = append(seen, p.OS+"/"+p.Architecture)
+			*seen = append(*seen, p.OS+"/"+p.Architecture)
 		}
 	}
-	return nil, fmt.Errorf("no %s/%s image (found: %s)", goos, arch, strings.Join(seen, ", "))
+	return nil, nil
 }
 
 // applyLayer applies one layer to root: its whiteouts first, which delete
