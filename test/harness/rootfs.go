@@ -150,18 +150,16 @@ func findPlatform(idx v1.ImageIndex, goos, arch string, seen *[]string) (v1.Imag
 	return nil, nil
 }
 
-// applyLayer applies one layer to root: its whiteouts first, which delete
-// only what the lower layers hold, then its entries.
+// applyLayer applies one layer to root in one pass. Its whiteouts delete
+// only what the lower layers hold, so what this layer wrote (before or
+// after its whiteout entries) is kept.
 func applyLayer(root *os.Root, l v1.Layer) error {
-	if err := eachEntry(l, func(name string, hdr *tar.Header, _ io.Reader) error {
-		return applyWhiteout(root, name)
-	}); err != nil {
-		return err
-	}
+	written := map[string]bool{}
 	return eachEntry(l, func(name string, hdr *tar.Header, r io.Reader) error {
 		if strings.HasPrefix(path.Base(name), whiteoutPrefix) {
-			return nil
+			return applyWhiteout(root, name, written)
 		}
+		written[name] = true
 		return applyEntry(root, name, hdr, r)
 	})
 }
@@ -235,9 +233,9 @@ func withinRoot(name string) bool {
 	return true
 }
 
-// applyWhiteout deletes what a whiteout entry names; other entries are left
-// for applyEntry.
-func applyWhiteout(root *os.Root, name string) error {
+// applyWhiteout deletes what a whiteout entry names, sparing what this
+// layer wrote.
+func applyWhiteout(root *os.Root, name string, written map[string]bool) error {
 	dir, base := path.Split(name)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
@@ -245,22 +243,38 @@ func applyWhiteout(root *os.Root, name string) error {
 	}
 	switch {
 	case base == whiteoutOpaque:
-		ents, err := fs.ReadDir(root.FS(), dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		return removeLower(root, dir, written)
+	case strings.HasPrefix(base, whiteoutPrefix+whiteoutPrefix):
+		// Other ".wh..wh." markers (aufs hard-link bookkeeping) are not files.
+	default:
+		if target := path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix)); !written[target] {
+			return root.RemoveAll(target)
+		}
+	}
+	return nil
+}
+
+// removeLower deletes what dir holds from the lower layers: everything in it
+// that this layer did not write, also below the folders it did.
+func removeLower(root *os.Root, dir string, written map[string]bool) error {
+	ents, err := fs.ReadDir(root.FS(), dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := path.Join(dir, e.Name())
+		switch {
+		case !written[p]:
+			err = root.RemoveAll(p)
+		case e.IsDir():
+			err = removeLower(root, p, written)
 		}
 		if err != nil {
 			return err
 		}
-		for _, e := range ents {
-			if err := root.RemoveAll(path.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	case strings.HasPrefix(base, whiteoutPrefix+whiteoutPrefix):
-		// Other ".wh..wh." markers (aufs hard-link bookkeeping) are not files.
-	case strings.HasPrefix(base, whiteoutPrefix):
-		return root.RemoveAll(path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix)))
 	}
 	return nil
 }

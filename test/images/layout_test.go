@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -85,9 +86,25 @@ func (n node) String() string {
 	return s
 }
 
+// listings caches listImage by image digest: the layout and bundle tests
+// read the same images.
+var listings = struct {
+	sync.Mutex
+	m map[v1.Hash]map[string]node
+}{m: map[v1.Hash]map[string]node{}}
+
 // listImage returns every path of img, its layers applied in order.
 func listImage(t *testing.T, img v1.Image) map[string]node {
 	t.Helper()
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listings.Lock()
+	defer listings.Unlock()
+	if tree, ok := listings.m[digest]; ok {
+		return tree
+	}
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +147,7 @@ func listImage(t *testing.T, img v1.Image) map[string]node {
 			t.Fatalf("layer %d: %v", i, err)
 		}
 	}
+	listings.m[digest] = tree
 	return tree
 }
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -37,16 +38,47 @@ func requireRoot(t *testing.T) {
 	}
 }
 
+// rootfses holds each image's rootfs for this machine's architecture,
+// unpacked once per test binary (the coredns binary alone is 80 MB, slow to
+// inflate under -race) into dir, which TestMain removes. Tests that share
+// one only add files, under names of their own.
+var rootfses = struct {
+	sync.Mutex
+	dir string
+	m   map[string]*harness.Rootfs
+}{m: map[string]*harness.Rootfs{}}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if rootfses.dir != "" {
+		os.RemoveAll(rootfses.dir)
+	}
+	os.Exit(code)
+}
+
 // unpack returns im's rootfs for this machine's architecture, unpacked
 // from what `make images` wrote, as a runtime would.
 func unpack(t *testing.T, im image) *harness.Rootfs {
 	t.Helper()
 	requireRoot(t)
 	spec, _ := specOf(t, im)
-	r, err := harness.UnpackImage(madeOutput(t, spec).Layout, runtime.GOARCH, filepath.Join(t.TempDir(), "rootfs"))
+	rootfses.Lock()
+	defer rootfses.Unlock()
+	if r, ok := rootfses.m[im.binary]; ok {
+		return r
+	}
+	if rootfses.dir == "" {
+		dir, err := os.MkdirTemp("", "hairpin-images-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rootfses.dir = dir
+	}
+	r, err := harness.UnpackImage(madeOutput(t, spec).Layout, runtime.GOARCH, filepath.Join(rootfses.dir, im.binary))
 	if err != nil {
 		t.Fatal(err)
 	}
+	rootfses.m[im.binary] = r
 	return r
 }
 
@@ -138,24 +170,27 @@ func TestCoreDNSForwardsOverTLSOutOfItsRootfs(t *testing.T) {
 		{name: "the system pool is the image's bundle", caInBundle: true, answers: true},
 		{name: "the system pool refuses an unknown CA", answers: false},
 	}
-	for _, tt := range tests {
+	r := unpack(t, images[0])
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := unpack(t, images[0])
-			dot := startDoT(t)
-			if err := os.MkdirAll(filepath.Join(r.Dir, "etc/coredns"), 0o755); err != nil {
+			// Each case has its own DoT server, CA and files: a CA another
+			// case added to the bundle is not this one's.
+			conf := fmt.Sprintf("/etc/coredns/%d-%d", i, time.Now().UnixNano())
+			if err := os.MkdirAll(filepath.Join(r.Dir, conf), 0o755); err != nil {
 				t.Fatal(err)
 			}
+			dot := startDoT(t)
 			caPEM, err := os.ReadFile(dot.ca.CertFile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			harness.WriteFile(t, filepath.Join(r.Dir, "etc/coredns"), "dot-ca.pem", string(caPEM))
+			harness.WriteFile(t, filepath.Join(r.Dir, conf), "dot-ca.pem", string(caPEM))
 			if tt.caInBundle {
 				appendFile(t, filepath.Join(r.Dir, imagebuild.CABundlePath), caPEM)
 			}
 			tlsOption := ""
 			if tt.caOption {
-				tlsOption = "tls /etc/coredns/dot-ca.pem"
+				tlsOption = "tls " + conf + "/dot-ca.pem"
 			}
 			ip := harness.FreeLoopbackIP(t)
 			if !harness.CanListen(ip, 53) {
@@ -163,7 +198,7 @@ func TestCoreDNSForwardsOverTLSOutOfItsRootfs(t *testing.T) {
 			}
 			dnsAddr := netip.AddrPortFrom(ip, 53).String()
 			readyAddr := harness.FreeAddr(t, "127.0.0.1")
-			harness.WriteFile(t, filepath.Join(r.Dir, "etc/coredns"), "Corefile", fmt.Sprintf(`.:53 {
+			harness.WriteFile(t, filepath.Join(r.Dir, conf), "Corefile", fmt.Sprintf(`.:53 {
     bind %s
     errors
     ready %s
@@ -174,7 +209,7 @@ func TestCoreDNSForwardsOverTLSOutOfItsRootfs(t *testing.T) {
 }
 `, ip, readyAddr, dot.addr, tlsOption, dotName))
 
-			coredns := startInRootfs(t, r, "-conf", "/etc/coredns/Corefile")
+			coredns := startInRootfs(t, r, "-conf", conf+"/Corefile")
 			coredns.RequireReady(t.Context(), 30*time.Second, harness.HTTPProbe("http://"+readyAddr+"/ready"))
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 			defer cancel()
@@ -306,7 +341,8 @@ func createAs(uid int, dir string) error {
 			done <- fmt.Errorf("setfsuid(%d) left fsuid %d", uid, cur)
 			return
 		}
-		fd, err := unix.Openat(int(d.Fd()), "written-by-65532", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+		name := fmt.Sprintf("written-by-%d-%d", uid, time.Now().UnixNano())
+		fd, err := unix.Openat(int(d.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 		if err == nil {
 			err = unix.Close(fd)
 		}
