@@ -13,6 +13,11 @@
 //     or `crane push --index bin/images/NAME REGISTRY/NAME:VERSION`;
 //   - bin/images/NAME-linux-ARCH.tar: one `docker load` tarball per
 //     platform.
+//
+// The coredns image carries what the stock CoreDNS image carries around its
+// binary (imagebuild.Base: CA bundle, passwd and group, nsswitch.conf, /tmp,
+// the timezone database); hairpin-proxy is its binary alone. README.md
+// beside this file lists both, side by side with the stock image.
 package main
 
 import (
@@ -28,10 +33,14 @@ func main() {
 	out := flag.String("out", "bin/images", "folder the image tarballs are written to")
 	version := flag.String("version", "dev", "version label and tag of the images")
 	repo := flag.String("repository", imagebuild.DefaultRepository, "registry path the images are tagged under")
+	zoneinfo := flag.String("zoneinfo", "", "zip of TZif files the coredns image's /usr/share/zoneinfo is made of (default: $(go env GOROOT)/lib/time/zoneinfo.zip)")
 	flag.Parse()
 
 	for _, s := range []imagebuild.Spec{imagebuild.CoreDNS(*binDir, *version), imagebuild.Proxy(*binDir, *version)} {
 		s.Repository = *repo
+		if s.Base != nil && *zoneinfo != "" {
+			s.Base.Zoneinfo = *zoneinfo
+		}
 		out, err := imagebuild.Write(s, *out)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "images:", err)

@@ -48,9 +48,10 @@ const xattrPrefix = "SCHILY.xattr."
 // owners, symlinks, hard links and extended attributes (the
 // security.capability that lets coredns bind :53 as 65532), so it must run
 // as root to unpack an image as a runtime would. dir is made 0755, as a
-// runtime's rootfs is, unless the image's "./" entry says otherwise. A name or link that would
-// reach outside dir, through ".." or through a symlink (absolute or not), is
-// an error that names the entry. Modification times are not kept.
+// runtime's rootfs is, unless the image's "./" entry says otherwise. A name
+// or link that would reach outside dir, through ".." or through a symlink
+// (absolute or not), is an error that names the entry. Modification times
+// are not kept.
 func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
 	lp, err := layout.FromPath(layoutDir)
 	if err != nil {
@@ -102,11 +103,21 @@ func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
 // platformImage finds the image for goos/arch in idx, descending into
 // nested indexes (a layout's index.json names one image index per tag).
 func platformImage(idx v1.ImageIndex, goos, arch string) (v1.Image, error) {
+	var seen []string
+	img, err := findPlatform(idx, goos, arch, &seen)
+	if err == nil && img == nil {
+		err = fmt.Errorf("no %s/%s image (found: %s)", goos, arch, strings.Join(seen, ", "))
+	}
+	return img, err
+}
+
+// findPlatform is platformImage's walk; it adds the platforms it passes
+// over to seen, and returns a nil image when none matches.
+func findPlatform(idx v1.ImageIndex, goos, arch string, seen *[]string) (v1.Image, error) {
 	m, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err
 	}
-	var seen []string
 	for _, desc := range m.Manifests {
 		switch {
 		case desc.MediaType.IsIndex():
@@ -114,10 +125,8 @@ func platformImage(idx v1.ImageIndex, goos, arch string) (v1.Image, error) {
 			if err != nil {
 				return nil, err
 			}
-			if img, err := platformImage(child, goos, arch); err == nil {
-				return img, nil
-			} else {
-				seen = append(seen, err.Error())
+			if img, err := findPlatform(child, goos, arch, seen); img != nil || err != nil {
+				return img, err
 			}
 		case desc.MediaType.IsImage():
 			p := desc.Platform
@@ -135,31 +144,29 @@ func platformImage(idx v1.ImageIndex, goos, arch string) (v1.Image, error) {
 			if p.OS == goos && p.Architecture == arch {
 				return idx.Image(desc.Digest)
 			}
-			seen = append(seen, p.OS+"/"+p.Architecture)
+			*seen = append(*seen, p.OS+"/"+p.Architecture)
 		}
 	}
-	return nil, fmt.Errorf("no %s/%s image (found: %s)", goos, arch, strings.Join(seen, ", "))
+	return nil, nil
 }
 
-// applyLayer applies one layer to root: its whiteouts first, which delete
-// only what the lower layers hold, then its entries.
+// applyLayer applies one layer to root in one pass. Its whiteouts delete
+// only what the lower layers hold, so what this layer wrote (before or
+// after its whiteout entries) is kept.
 func applyLayer(root *os.Root, l v1.Layer) error {
-	if err := eachEntry(l, func(name string, hdr *tar.Header, _ io.Reader) error {
-		return applyWhiteout(root, name)
-	}); err != nil {
-		return err
-	}
+	written := map[string]bool{}
 	return eachEntry(l, func(name string, hdr *tar.Header, r io.Reader) error {
 		if strings.HasPrefix(path.Base(name), whiteoutPrefix) {
-			return nil
+			return applyWhiteout(root, name, written)
 		}
+		written[name] = true
 		return applyEntry(root, name, hdr, r)
 	})
 }
 
-// eachEntry calls fn for every entry of l with its name relative to the
-// rootfs, refusing names that leave it.
-func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
+// WalkLayer calls fn for every entry of l's uncompressed tarball, in
+// order, with a reader of the entry's content; it stops at fn's first error.
+func WalkLayer(l v1.Layer, fn func(hdr *tar.Header, r io.Reader) error) error {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return err
@@ -174,14 +181,25 @@ func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) er
 		if err != nil {
 			return err
 		}
+		if err := fn(hdr, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// eachEntry calls fn for every entry of l with its name relative to the
+// rootfs, refusing names that leave it.
+func eachEntry(l v1.Layer, fn func(name string, hdr *tar.Header, r io.Reader) error) error {
+	return WalkLayer(l, func(hdr *tar.Header, r io.Reader) error {
 		name, err := localName(hdr.Name)
 		if err != nil {
 			return err
 		}
-		if err := fn(name, hdr, tr); err != nil {
+		if err := fn(name, hdr, r); err != nil {
 			return fmt.Errorf("%s: %w", hdr.Name, err)
 		}
-	}
+		return nil
+	})
 }
 
 // localName turns a layer entry's name into a path relative to the rootfs
@@ -215,9 +233,9 @@ func withinRoot(name string) bool {
 	return true
 }
 
-// applyWhiteout deletes what a whiteout entry names; other entries are left
-// for applyEntry.
-func applyWhiteout(root *os.Root, name string) error {
+// applyWhiteout deletes what a whiteout entry names, sparing what this
+// layer wrote.
+func applyWhiteout(root *os.Root, name string, written map[string]bool) error {
 	dir, base := path.Split(name)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {
@@ -225,22 +243,38 @@ func applyWhiteout(root *os.Root, name string) error {
 	}
 	switch {
 	case base == whiteoutOpaque:
-		ents, err := fs.ReadDir(root.FS(), dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+		return removeLower(root, dir, written)
+	case strings.HasPrefix(base, whiteoutPrefix+whiteoutPrefix):
+		// Other ".wh..wh." markers (aufs hard-link bookkeeping) are not files.
+	default:
+		if target := path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix)); !written[target] {
+			return root.RemoveAll(target)
+		}
+	}
+	return nil
+}
+
+// removeLower deletes what dir holds from the lower layers: everything in it
+// that this layer did not write, also below the folders it did.
+func removeLower(root *os.Root, dir string, written map[string]bool) error {
+	ents, err := fs.ReadDir(root.FS(), dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := path.Join(dir, e.Name())
+		switch {
+		case !written[p]:
+			err = root.RemoveAll(p)
+		case e.IsDir():
+			err = removeLower(root, p, written)
 		}
 		if err != nil {
 			return err
 		}
-		for _, e := range ents {
-			if err := root.RemoveAll(path.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	case strings.HasPrefix(base, whiteoutPrefix+whiteoutPrefix):
-		// Other ".wh..wh." markers (aufs hard-link bookkeeping) are not files.
-	case strings.HasPrefix(base, whiteoutPrefix):
-		return root.RemoveAll(path.Join(dir, strings.TrimPrefix(base, whiteoutPrefix)))
 	}
 	return nil
 }

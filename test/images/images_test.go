@@ -2,7 +2,11 @@
 // build/images/imagebuild: one OCI image index per image with linux/amd64
 // and linux/arm64, each platform's configuration, and that the binary inside
 // each is byte for byte the static binary built for that platform, an ELF for
-// the right machine, and (on the machine's own architecture) runs.
+// the right machine, and (on the machine's own architecture) runs;
+// layout_test.go compares what each image holds with distroless's
+// static-debian12:nonroot (the stock CoreDNS image's base), and
+// rootfs_test.go runs each binary out of its image's rootfs, chrooted, as
+// 65532.
 package images
 
 import (
@@ -12,7 +16,6 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
-	"errors"
 	"io"
 	"maps"
 	"os"
@@ -41,7 +44,9 @@ type image struct {
 	versionArgs []string // prints the version and exits
 	versionRE   *regexp.Regexp
 	ports       []string
+	env         []string
 	capability  bool // binary carries cap_net_bind_service
+	base        bool // a base layer (imagebuild.Base) below the binary's
 }
 
 var images = []image{
@@ -50,9 +55,12 @@ var images = []image{
 		binary:      "coredns",
 		versionArgs: []string{"-version"},
 		// "CoreDNS-1.15.0 (coredns-hairpin VERSION)"
-		versionRE:  regexp.MustCompile(`CoreDNS-1\.15\.0 \(coredns-hairpin (\S+)\)`),
-		ports:      []string{"53/udp", "53/tcp", "9153/tcp", "8080/tcp", "8181/tcp"},
+		versionRE: regexp.MustCompile(`CoreDNS-1\.15\.0 \(coredns-hairpin (\S+)\)`),
+		ports:     []string{"53/udp", "53/tcp", "9153/tcp", "8080/tcp", "8181/tcp"},
+		// distroless's, which the stock image inherits.
+		env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"},
 		capability: true,
+		base:       true,
 	},
 	{
 		spec:        imagebuild.Proxy,
@@ -69,82 +77,85 @@ var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_
 // TestImageIndexHoldsEveryPlatform checks, for each image, the index that
 // imagebuild writes from the per-platform binaries in HAIRPIN_BIN (`make
 // images` cross-compiles them), and the output `make images` left in
-// HAIRPIN_BIN/images when it is newer than the binaries.
+// HAIRPIN_BIN/images when it is newer than the binaries, which the rebuild
+// must reproduce digest for digest.
 func TestImageIndexHoldsEveryPlatform(t *testing.T) {
 	if want := []string{"amd64", "arm64"}; !slices.Equal(imagebuild.Arches, want) {
 		t.Fatalf("imagebuild.Arches = %v; want %v", imagebuild.Arches, want)
 	}
 	for _, im := range images {
 		t.Run(im.binary, func(t *testing.T) {
-			binDir := filepath.Dir(harness.RequireBinary(t, im.binary))
-			version := ""
-			for _, arch := range imagebuild.Arches {
-				bin := filepath.Join(imagebuild.PlatformDir(binDir, "linux", arch), im.binary)
-				if _, err := os.Stat(bin); err != nil {
-					harness.SkipOrFail(t, "%v; run `make images` to cross-compile the binaries of every platform", err)
-				}
-				if arch == runtime.GOARCH {
-					version = binaryVersion(t, bin, im)
-				}
-			}
-			if version == "" {
-				t.Fatalf("no binary for this machine's architecture %s", runtime.GOARCH)
-			}
-			spec := im.spec(binDir, version)
+			spec, version := specOf(t, im)
 
+			rebuilt, err := imagebuild.Write(spec, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Run("built by imagebuild", func(t *testing.T) {
-				out, err := imagebuild.Write(spec, t.TempDir())
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkOutput(t, out, spec, version, im)
+				checkOutput(t, rebuilt, spec, version, im)
 			})
 
 			t.Run("built by make images", func(t *testing.T) {
-				dir := filepath.Join(binDir, "images")
-				out := imagebuild.Output{Layout: filepath.Join(dir, im.binary), DockerTarballs: map[string]string{}}
-				for _, p := range spec.Platforms {
-					out.DockerTarballs[p.String()] = filepath.Join(dir, im.binary+"-"+p.OS+"-"+p.Arch+".tar")
+				made := madeOutput(t, spec)
+				checkOutput(t, made, spec, version, im)
+				// Fixed times, sorted entries and pinned data: this process
+				// rebuilt the very image index `make images` wrote.
+				if got, want := indexDigest(t, rebuilt.Layout, spec), indexDigest(t, made.Layout, spec); got != want {
+					t.Errorf("rebuilt index %s; `make images` wrote %s from the same binaries", got, want)
 				}
-				index, err := os.Stat(filepath.Join(out.Layout, "index.json"))
-				if err != nil {
-					harness.SkipOrFail(t, "%v; run `make images`", err)
-				}
-				for _, p := range spec.Platforms {
-					if bi, err := os.Stat(p.Binary); err != nil || index.ModTime().Before(bi.ModTime()) {
-						harness.SkipOrFail(t, "%s is older than %s; run `make images`", out.Layout, p.Binary)
-					}
-				}
-				checkOutput(t, out, spec, version, im)
 			})
 		})
 	}
 }
 
+// specOf returns the Spec of im for the binaries in HAIRPIN_BIN, with the
+// version they print, skipping (or failing, under HAIRPIN_REQUIRE_E2E=1)
+// when a platform's binary is missing.
+func specOf(t *testing.T, im image) (imagebuild.Spec, string) {
+	t.Helper()
+	binDir := filepath.Dir(harness.RequireBinary(t, im.binary))
+	version := ""
+	for _, arch := range imagebuild.Arches {
+		bin := filepath.Join(imagebuild.PlatformDir(binDir, "linux", arch), im.binary)
+		if _, err := os.Stat(bin); err != nil {
+			harness.SkipOrFail(t, "%v; run `make images` to cross-compile the binaries of every platform", err)
+		}
+		if arch == runtime.GOARCH {
+			version = binaryVersion(t, bin, im)
+		}
+	}
+	if version == "" {
+		t.Fatalf("no binary for this machine's architecture %s", runtime.GOARCH)
+	}
+	return im.spec(binDir, version), version
+}
+
+// madeOutput returns what `make images` left in HAIRPIN_BIN/images for
+// spec, skipping (or failing, under HAIRPIN_REQUIRE_E2E=1) when it is
+// missing or older than the binaries it holds.
+func madeOutput(t *testing.T, spec imagebuild.Spec) imagebuild.Output {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(filepath.Dir(spec.Platforms[0].Binary)), "images")
+	out := imagebuild.Output{Layout: filepath.Join(dir, spec.Name), DockerTarballs: map[string]string{}}
+	for _, p := range spec.Platforms {
+		out.DockerTarballs[p.String()] = filepath.Join(dir, spec.Name+"-"+p.OS+"-"+p.Arch+".tar")
+	}
+	index, err := os.Stat(filepath.Join(out.Layout, "index.json"))
+	if err != nil {
+		harness.SkipOrFail(t, "%v; run `make images`", err)
+	}
+	for _, p := range spec.Platforms {
+		if bi, err := os.Stat(p.Binary); err != nil || index.ModTime().Before(bi.ModTime()) {
+			harness.SkipOrFail(t, "%s is older than %s; run `make images`", out.Layout, p.Binary)
+		}
+	}
+	return out
+}
+
 // checkOutput checks an image's OCI layout and docker tarballs.
 func checkOutput(t *testing.T, out imagebuild.Output, spec imagebuild.Spec, version string, im image) {
 	t.Helper()
-	lp, err := layout.FromPath(out.Layout)
-	if err != nil {
-		t.Fatalf("OCI layout %s: %v", out.Layout, err)
-	}
-	top, err := lp.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	topManifest, err := top.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantTag := spec.Tag()[strings.LastIndex(spec.Tag(), ":")+1:]
-	if len(topManifest.Manifests) != 1 || topManifest.Manifests[0].Annotations[imagebuild.RefNameAnnotation] != wantTag ||
-		topManifest.Manifests[0].MediaType != types.OCIImageIndex {
-		t.Fatalf("index.json of %s: %+v; want one image index named %s", out.Layout, topManifest.Manifests, wantTag)
-	}
-	idx, err := top.ImageIndex(topManifest.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx, _ := namedIndex(t, out.Layout, spec)
 	manifest, err := idx.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +200,35 @@ func checkOutput(t *testing.T, out imagebuild.Output, spec imagebuild.Spec, vers
 			checkImage(t, img, p, version, im)
 		})
 	}
+}
+
+// namedIndex opens the OCI layout at dir and returns the one image index
+// its index.json holds, which must be named by spec's tag, with its
+// descriptor.
+func namedIndex(t *testing.T, dir string, spec imagebuild.Spec) (v1.ImageIndex, v1.Descriptor) {
+	t.Helper()
+	lp, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatalf("OCI layout %s: %v", dir, err)
+	}
+	top, err := lp.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTag := spec.Tag()[strings.LastIndex(spec.Tag(), ":")+1:]
+	if len(m.Manifests) != 1 || m.Manifests[0].Annotations[imagebuild.RefNameAnnotation] != wantTag ||
+		m.Manifests[0].MediaType != types.OCIImageIndex {
+		t.Fatalf("index.json of %s: %+v; want one image index named %s", dir, m.Manifests, wantTag)
+	}
+	idx, err := top.ImageIndex(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx, m.Manifests[0]
 }
 
 // platformOf returns the Platform "OS/ARCH" of spec.
@@ -236,6 +276,7 @@ func checkImage(t *testing.T, img v1.Image, p imagebuild.Platform, version strin
 		{"Entrypoint", c.Entrypoint, []string{"/" + im.binary}},
 		{"Cmd", c.Cmd, []string(nil)},
 		{"WorkingDir", c.WorkingDir, "/"},
+		{"Env", c.Env, im.env},
 		{"ExposedPorts", slices.Sorted(maps.Keys(c.ExposedPorts)), slices.Sorted(slices.Values(im.ports))},
 		{"title label", c.Labels["org.opencontainers.image.title"], im.binary},
 		{"source label", c.Labels["org.opencontainers.image.source"], "https://github.com/coredns-hairpin/hairpin"},
@@ -252,15 +293,19 @@ func checkImage(t *testing.T, img v1.Image, p imagebuild.Platform, version strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(layers) != 1 {
-		t.Fatalf("%d layers; want 1 (the binary on scratch)", len(layers))
+	// The binary's own layer comes last, on the base (layout_test.go checks
+	// what that holds) or on scratch.
+	wantLayers := map[bool]int{true: 2, false: 1}[im.base]
+	if len(layers) != wantLayers {
+		t.Fatalf("%d layers; want %d (base %t, then the binary)", len(layers), wantLayers, im.base)
 	}
-	hdr, content := onlyFile(t, layers[0])
+	hdr, content := onlyFile(t, layers[len(layers)-1])
 	if hdr.Name != im.binary || hdr.Typeflag != tar.TypeReg {
 		t.Errorf("layer holds %q (type %c); want the regular file %q", hdr.Name, hdr.Typeflag, im.binary)
 	}
-	if hdr.Mode != 0o755 || hdr.Uid != 65532 || hdr.Gid != 65532 {
-		t.Errorf("layer file mode %o owner %d:%d; want 755 65532:65532", hdr.Mode, hdr.Uid, hdr.Gid)
+	// Root-owned, as in the stock image: 65532 runs it and cannot rewrite it.
+	if hdr.Mode != 0o755 || hdr.Uid != 0 || hdr.Gid != 0 {
+		t.Errorf("layer file mode %o owner %d:%d; want 755 0:0", hdr.Mode, hdr.Uid, hdr.Gid)
 	}
 	capability, hasCap := hdr.PAXRecords[imagebuild.CapabilityXattr]
 	switch {
@@ -314,28 +359,22 @@ func checkELF(t *testing.T, b []byte, goarch string) {
 
 // onlyFile returns the header and content of the single entry of layer,
 // failing the test if there is not exactly one.
-func onlyFile(t *testing.T, layer interface {
-	Uncompressed() (io.ReadCloser, error)
-}) (*tar.Header, []byte) {
+func onlyFile(t *testing.T, layer v1.Layer) (*tar.Header, []byte) {
 	t.Helper()
-	rc, err := layer.Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	hdr, err := tr.Next()
-	if err != nil {
+	var hdrs []*tar.Header
+	var content []byte
+	if err := harness.WalkLayer(layer, func(hdr *tar.Header, r io.Reader) error {
+		hdrs = append(hdrs, hdr)
+		var err error
+		content, err = io.ReadAll(r)
+		return err
+	}); err != nil {
 		t.Fatalf("layer: %v", err)
 	}
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, tr); err != nil {
-		t.Fatalf("layer: %v", err)
+	if len(hdrs) != 1 {
+		t.Fatalf("layer has %d entries; want one", len(hdrs))
 	}
-	if next, err := tr.Next(); !errors.Is(err, io.EOF) {
-		t.Fatalf("layer has more than one entry (next: %v, err %v)", next, err)
-	}
-	return hdr, buf.Bytes()
+	return hdrs[0], content
 }
 
 func sha(b []byte) string {
@@ -349,4 +388,12 @@ func equal(a, b any) bool {
 		return slices.Equal(a, b.([]string))
 	}
 	return a == b
+}
+
+// indexDigest returns the digest of the image index the layout at dir
+// holds for spec.
+func indexDigest(t *testing.T, dir string, spec imagebuild.Spec) v1.Hash {
+	t.Helper()
+	_, desc := namedIndex(t, dir, spec)
+	return desc.Digest
 }

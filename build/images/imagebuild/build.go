@@ -1,19 +1,13 @@
 package imagebuild
 
 import (
-	"archive/tar"
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"os"
-	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -39,43 +33,38 @@ func NetBindServiceCapability() []byte {
 	return b
 }
 
-// Layer returns the only layer of the image of s for p: p's binary at
-// s.Path, mode 0755, owned by UID:GID, with a fixed modification time so
-// that the same binary always gives the same layer digest.
+// Layer returns the binary layer of the image of s for p: p's binary at
+// s.Path, mode 0755, root-owned like every file of the stock image (user
+// 65532 may run it, not rewrite it), with the file capability when
+// s.NetBindService. The same binary always gives the same digest.
 func Layer(s Spec, p Platform) (v1.Layer, error) {
 	bin, err := os.ReadFile(p.Binary)
 	if err != nil {
 		return nil, fmt.Errorf("image %s %s: %w", s.Name, p, err)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     strings.TrimPrefix(s.Path, "/"),
-		Mode:     0o755,
-		Uid:      UID,
-		Gid:      GID,
-		Size:     int64(len(bin)),
-		ModTime:  time.Unix(0, 0).UTC(),
-		Format:   tar.FormatPAX,
-	}
+	f := File{Path: s.Path, Mode: 0o755, Body: bin}
 	if s.NetBindService {
-		hdr.PAXRecords = map[string]string{CapabilityXattr: string(NetBindServiceCapability())}
+		f.PAXRecords = map[string]string{CapabilityXattr: string(NetBindServiceCapability())}
 	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("image %s %s: layer header: %w", s.Name, p, err)
-	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, fmt.Errorf("image %s %s: layer: %w", s.Name, p, err)
-	}
-	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("image %s %s: layer: %w", s.Name, p, err)
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	}, tarball.WithMediaType(types.OCILayer))
+	layer, err := NewLayer([]File{f})
 	if err != nil {
-		return nil, fmt.Errorf("image %s %s: layer: %w", s.Name, p, err)
+		return nil, fmt.Errorf("image %s %s: %w", s.Name, p, err)
+	}
+	return layer, nil
+}
+
+// BaseLayer returns the layer of s.Base, nil when s has none.
+func BaseLayer(s Spec) (v1.Layer, error) {
+	if s.Base == nil {
+		return nil, nil
+	}
+	files, err := s.Base.Files()
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", s.Name, err)
+	}
+	layer, err := NewLayer(files)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: base: %w", s.Name, err)
 	}
 	return layer, nil
 }
@@ -89,17 +78,19 @@ func Config(s Spec) v1.Config {
 	return v1.Config{
 		User:         User,
 		Entrypoint:   []string{s.Path},
+		Env:          s.Env,
 		ExposedPorts: ports,
 		Labels:       s.Labels(),
 		WorkingDir:   "/",
 	}
 }
 
-// Image builds the OCI image of s for platform p on an empty base.
-func Image(s Spec, p Platform) (v1.Image, error) {
-	base := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
-	base, err := mutate.ConfigFile(base, &v1.ConfigFile{
+// Image builds the OCI image of s for platform p: the base layer (nil for
+// none, as BaseLayer returns it) and then the binary's.
+func Image(s Spec, p Platform, base v1.Layer) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err := mutate.ConfigFile(img, &v1.ConfigFile{
 		Architecture: p.Arch,
 		OS:           p.OS,
 		Config:       Config(s),
@@ -108,20 +99,32 @@ func Image(s Spec, p Platform) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("image %s %s: config: %w", s.Name, p, err)
 	}
-	layer, err := Layer(s, p)
+	var adds []mutate.Addendum
+	if base != nil {
+		adds = append(adds, mutate.Addendum{
+			Layer:     base,
+			MediaType: types.OCILayer,
+			History:   v1.History{CreatedBy: "imagebuild: base", Comment: baseComment},
+		})
+	}
+	bin, err := Layer(s, p)
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:     layer,
+	adds = append(adds, mutate.Addendum{
+		Layer:     bin,
 		MediaType: types.OCILayer,
 		History:   v1.History{CreatedBy: "imagebuild: " + s.Path, Comment: "coredns-hairpin " + s.Version},
 	})
+	img, err = mutate.Append(img, adds...)
 	if err != nil {
 		return nil, fmt.Errorf("image %s %s: %w", s.Name, p, err)
 	}
 	return img, nil
 }
+
+// baseComment says where the base layer's data comes from.
+const baseComment = "CA bundle: golang.org/x/crypto/x509roots/fallback; timezone database: Go's lib/time/zoneinfo.zip"
 
 // Index builds the OCI image index of s: one image per platform of
 // s.Platforms, each described with its platform, so that a runtime pulls
@@ -130,9 +133,13 @@ func Index(s Spec) (v1.ImageIndex, error) {
 	if len(s.Platforms) == 0 {
 		return nil, fmt.Errorf("image %s: no platforms", s.Name)
 	}
+	base, err := BaseLayer(s)
+	if err != nil {
+		return nil, err
+	}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range s.Platforms {
-		img, err := Image(s, p)
+		img, err := Image(s, p, base)
 		if err != nil {
 			return nil, err
 		}

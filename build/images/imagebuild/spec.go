@@ -9,11 +9,9 @@ import (
 // "nonroot").
 const User = "65532:65532"
 
-// UID and GID own the files in the image layer.
-const (
-	UID = 65532
-	GID = 65532
-)
+// DefaultPath is the PATH of distroless's images, which the stock CoreDNS
+// image inherits.
+const DefaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // DefaultRepository is the registry path the images are tagged under.
 const DefaultRepository = "ghcr.io/coredns-hairpin"
@@ -73,6 +71,12 @@ type Spec struct {
 	// cap_net_bind_service (effective, permitted), so that it can bind
 	// ports below 1024 as a non-root user, like the upstream CoreDNS image.
 	NetBindService bool
+	// Base, when set, is the system the binary finds around it (its CA
+	// bundle, accounts, /tmp, timezone database), the image's first layer.
+	// Nil: the binary alone on scratch.
+	Base *Base
+	// Env is the image's environment.
+	Env []string
 	// Version is the image's version label and tag.
 	Version string
 	// Repository is the registry path of the tag, e.g. DefaultRepository.
@@ -80,7 +84,9 @@ type Spec struct {
 }
 
 // CoreDNS returns the Spec of the coredns image for the binaries under
-// binDir (binDir/linux-ARCH/coredns).
+// binDir (binDir/linux-ARCH/coredns): what the stock CoreDNS image holds
+// (Base, distroless's PATH and SSL_CERT_FILE), so that every Corefile it
+// serves, `forward . tls://...` included, is served by ours too.
 // Its ports are DNS (53), prometheus (9153), health (8080) and ready (8181).
 func CoreDNS(binDir, version string) Spec {
 	return Spec{
@@ -90,13 +96,17 @@ func CoreDNS(binDir, version string) Spec {
 		Description:    "CoreDNS with the hairpin plugin",
 		ExposedPorts:   []string{"53/udp", "53/tcp", "9153/tcp", "8080/tcp", "8181/tcp"},
 		NetBindService: true,
+		Base:           &Base{},
+		Env:            []string{DefaultPath, "SSL_CERT_FILE=" + CABundlePath},
 		Version:        version,
 		Repository:     DefaultRepository,
 	}
 }
 
 // Proxy returns the Spec of the hairpin-proxy image for the binaries under
-// binDir (binDir/linux-ARCH/hairpin-proxy). Its ports are the default routes' 8080 and 8443 and health 9090.
+// binDir (binDir/linux-ARCH/hairpin-proxy): the binary alone, which
+// originates no TLS and looks up nothing but DNS names (proxy/README.md).
+// Its ports are the default routes' 8080 and 8443 and health 9090.
 func Proxy(binDir, version string) Spec {
 	return Spec{
 		Name:         "hairpin-proxy",
