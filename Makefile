@@ -56,7 +56,7 @@ deps:
 # with the real helm, our proxy, dig and curl (test/demo; TestDemoStory runs
 # the same story). DEMO_KEEP=1 keeps the stack running before the uninstall.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
-demo: deps build tools
+demo: deps build tools images
 	go build -o $(BIN)/demo ./test/demo
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
@@ -32,6 +33,12 @@ type story struct {
 	c     *cluster
 	helm  *harness.Helm
 	proxy *harness.Process
+
+	// loopback forces the loopback story even where the real dataplane
+	// could run (TestDemoStory tells both).
+	loopback bool
+	// dp is the real-dataplane cluster, when the story runs there.
+	dp *dataplane.Env
 }
 
 // The release, as docs and NOTES name it.
@@ -51,6 +58,13 @@ var repoDir = func() string {
 }()
 
 func (st *story) run(ctx context.Context, t testing.TB) error {
+	if !st.loopback {
+		why := dataplaneUnavailable()
+		if why == "" {
+			return st.runDataplane(ctx, t)
+		}
+		st.linef("demo: %s; telling the story on the loopback model instead.", why)
+	}
 	// Fail before the slow part when a binary is missing.
 	harness.RequireBinary(t, "coredns")
 	harness.RequireBinary(t, "hairpin-proxy")

@@ -1,0 +1,233 @@
+package dataplane
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/e2e"
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
+	"github.com/coredns-hairpin/hairpin/test/harness/node"
+)
+
+// ClientImage is the client Pod's image; the node runs it from the
+// machine's own dig and curl.
+const ClientImage = "docker.io/nicolaka/netshoot:v0.14"
+
+// Controllers are the cluster's two ingress controllers, one per tenant.
+var Controllers = []cluster.IngressController{
+	{Namespace: "tenant-root", Class: "tenant-root", Hosts: []string{"www.example.com"}, LBIP: netip.MustParseAddr("203.0.113.10")},
+	{Namespace: "tenant-a", Class: "tenant-a", Hosts: []string{"shop.a.example.org"}, LBIP: netip.MustParseAddr("203.0.113.11")},
+}
+
+// Zones are the controllers' zones, in the order of Controllers.
+var Zones = []string{"example.com", "a.example.org"}
+
+// Env is the cluster and what runs on it.
+type Env struct {
+	*cluster.Cluster
+	// Distribution names the stock Corefile kube-dns runs (e2e.Distributions).
+	Distribution string
+	// Corefile is that stock text.
+	Corefile string
+	// Chart is the chart's folder; Helm runs against the cluster.
+	Chart string
+	Helm  *harness.Helm
+
+	bin string
+}
+
+// Start starts the cluster for t in kube-proxy mode mode, with kube-dns on
+// the stock Corefile of distribution, the controllers and the client Pod.
+func Start(t testing.TB, mode, distribution string) *Env {
+	t.Helper()
+	bin := os.Getenv(harness.EnvBin)
+	if bin == "" {
+		harness.SkipOrFail(t, "dataplane: %s is not set (make build images)", harness.EnvBin)
+	}
+	e := &Env{Distribution: distribution, bin: bin, Chart: chartDir()}
+	var err error
+	if e.Corefile, err = e2e.DistributionCorefile(distribution); err != nil {
+		t.Fatal(err)
+	}
+	e.Helm = harness.RequireHelm(t)
+	images, err := e.images(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Cluster = cluster.Start(t, cluster.Options{ProxyMode: mode, Images: images, GatewayAPI: harness.GatewayStandard})
+	e.Helm = e.Helm.WithKubeconfig(e.CP.Kubeconfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := e.InstallKubeDNS(ctx, cluster.KubeDNSOptions{Image: CoreDNSImage(), Corefile: e.Corefile}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ic := range Controllers {
+		if err := e.InstallIngressController(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.startClient(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// CoreDNSImage is the reference kube-dns runs: our image, at the chart's
+// appVersion.
+func CoreDNSImage() string { return "ghcr.io/coredns-hairpin/coredns:" + appVersion() }
+
+// images maps every image the cluster runs to what runs it: our two
+// images from `make images` (the proxy under the reference the chart
+// renders), nginx and the client's tools from the machine.
+func (e *Env) images(t testing.TB) (map[string]node.Image, error) {
+	proxyRefs, err := e.chartImages(t)
+	if err != nil {
+		return nil, err
+	}
+	layout := func(name string) (string, error) {
+		dir := filepath.Join(e.bin, "images", name)
+		if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+			return "", fmt.Errorf("dataplane: no OCI layout of %s in %s (make images): %w", name, dir, err)
+		}
+		return dir, nil
+	}
+	coredns, err := layout("coredns")
+	if err != nil {
+		return nil, err
+	}
+	proxy, err := layout("hairpin-proxy")
+	if err != nil {
+		return nil, err
+	}
+	images := map[string]node.Image{
+		CoreDNSImage():     {OCILayout: coredns},
+		cluster.NginxImage: {Host: true},
+		ClientImage:        {Host: true},
+	}
+	for _, ref := range proxyRefs {
+		images[ref] = node.Image{OCILayout: proxy}
+	}
+	return images, nil
+}
+
+// chartImages returns the image references the chart renders with the
+// install values.
+func (e *Env) chartImages(t testing.TB) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	values, err := e.valuesFile(t)
+	if err != nil {
+		return nil, err
+	}
+	out, err := e.Helm.Run(ctx, "template", "hairpin", e.Chart, "-n", "hairpin-system", "-f", values)
+	if err != nil {
+		return nil, fmt.Errorf("dataplane: helm template: %w", err)
+	}
+	var refs []string
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "image:"); ok {
+			refs = append(refs, strings.Trim(strings.TrimSpace(v), `"'`))
+		}
+	}
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("dataplane: the chart renders no image")
+	}
+	return refs, nil
+}
+
+// startClient starts the client Pod in default: a shell with dig and curl,
+// ClusterFirst DNS.
+func (e *Env) startClient(ctx context.Context) error {
+	_, err := e.CP.Clientset.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: "default", Labels: map[string]string{"app": "client"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "client", Image: ClientImage, Command: []string{"sleep", "infinity"},
+		}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("dataplane: client pod: %w", err)
+	}
+	return harness.Poll(ctx, func(ctx context.Context) error {
+		if _, ok := e.Node.PodIP("default", "client"); !ok {
+			return fmt.Errorf("the client pod has no IP yet")
+		}
+		p, err := e.CP.Clientset.CoreV1().Pods("default").Get(ctx, "client", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("client pod %s", p.Status.Phase)
+		}
+		return nil
+	})
+}
+
+// ClientIP is the client Pod's address.
+func (e *Env) ClientIP() netip.Addr {
+	ip, _ := e.Node.PodIP("default", "client")
+	return ip
+}
+
+// Resolve asks the cluster DNS for host's A records from the client Pod,
+// with dig through its resolv.conf.
+func (e *Env) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
+	return e.dig(ctx, "+search", host, "A")
+}
+
+// ResolveAt asks one DNS server, from the client Pod, for host's A records.
+func (e *Env) ResolveAt(ctx context.Context, server netip.Addr, host string) ([]netip.Addr, error) {
+	return e.dig(ctx, "@"+server.String(), host, "A")
+}
+
+func (e *Env) dig(ctx context.Context, args ...string) ([]netip.Addr, error) {
+	out, errOut, err := e.Node.Exec(ctx, "default", "client", "client", append([]string{"dig", "+short", "+time=2", "+tries=1"}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("dig %v in the client pod: %w: %s", args, err, errOut)
+	}
+	var addrs []netip.Addr
+	for _, f := range strings.Fields(out) {
+		if a, err := netip.ParseAddr(f); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs, nil
+}
+
+// Curl requests url from the client Pod with curl, through the cluster DNS.
+func (e *Env) Curl(ctx context.Context, url string) (string, error) {
+	out, errOut, err := e.Node.Exec(ctx, "default", "client", "client", "curl", "-sS", "-k", "--max-time", "5", url)
+	if err != nil {
+		return out + errOut, fmt.Errorf("curl %s in the client pod: %w: %s", url, err, strings.TrimSpace(errOut))
+	}
+	return out, nil
+}
+
+// chartDir is the chart's folder in this checkout.
+func chartDir() string {
+	_, here, _, _ := runtimeCaller()
+	return filepath.Join(filepath.Dir(here), "..", "..", "manifests", "coredns-hairpin")
+}
+
+// appVersion is the chart's appVersion.
+func appVersion() string {
+	b, err := os.ReadFile(filepath.Join(chartDir(), "Chart.yaml"))
+	if err != nil {
+		return "dev"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+			return strings.Trim(strings.TrimSpace(v), `"'`)
+		}
+	}
+	return "dev"
+}

@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+	"github.com/coredns-hairpin/hairpin/test/harness/node"
+)
+
+var everything = labels.Everything()
+
+// Options configures [Start].
+type Options struct {
+	// ProxyMode is kube-proxy's mode: "iptables" or "nftables".
+	ProxyMode string
+	// AssetsDir holds etcd and the Kubernetes binaries. Default:
+	// $KUBEBUILDER_ASSETS.
+	AssetsDir string
+	// Images maps the image references Pods name to what runs them.
+	Images map[string]node.Image
+	// PublicNames are the public DNS's records.
+	PublicNames map[string]netip.Addr
+	// GatewayAPI installs that channel's Gateway API CRDs (see harness).
+	GatewayAPI string
+}
+
+// Cluster is a running single-node cluster with a real dataplane.
+type Cluster struct {
+	// CP is the control plane; CP.Clientset and CP.Kubeconfig reach it from
+	// the test process.
+	CP *harness.ControlPlane
+	// Node runs the Pods.
+	Node *node.Node
+	// NodeNS and Outside are the node's and the outside world's network
+	// namespaces.
+	NodeNS, Outside *netns.NS
+
+	opts      Options
+	dir       string
+	topo      *topology
+	kcm       *harness.Process
+	scheduler *harness.Process
+	kubeProxy *harness.Process
+	lb        *loadBalancer
+	dns       *publicDNS
+}
+
+// Start starts the cluster for t and tears it down in t.Cleanup, also when
+// t fails. It needs root, iproute2, haproxy, and the binaries of
+// build/tools.sh; without them t is skipped, or failed under
+// HAIRPIN_REQUIRE_E2E=1.
+func Start(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		harness.SkipOrFail(t, "cluster: the real dataplane needs root (network namespaces)")
+	}
+	if opts.AssetsDir == "" {
+		opts.AssetsDir = harness.RequireAssets(t)
+	}
+	for _, b := range []string{"kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+		harness.RequireExecutable(t, filepath.Join(opts.AssetsDir, b))
+	}
+	c := &Cluster{opts: opts, dir: t.TempDir()}
+	start := time.Now()
+	if err := c.start(t); err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	t.Logf("cluster: up in %s (kube-proxy %s)", time.Since(start).Round(time.Millisecond), opts.ProxyMode)
+	return c
+}
+
+func (c *Cluster) start(t testing.TB) error {
+	var err error
+	if c.topo, err = newTopology(); err != nil {
+		return err
+	}
+	c.NodeNS, c.Outside = c.topo.node, c.topo.outside
+	// Cleanups run last-registered first: this one, registered first,
+	// runs after every process is gone.
+	t.Cleanup(func() {
+		if err := c.topo.close(); err != nil {
+			t.Errorf("cluster: %v", err)
+		}
+	})
+	c.CP, err = harness.StartControlPlane(harness.ControlPlaneOptions{
+		AssetsDir:        c.opts.AssetsDir,
+		Dir:              filepath.Join(c.dir, "controlplane"),
+		GatewayAPI:       c.opts.GatewayAPI,
+		Netns:            c.topo.node,
+		ServiceCIDR:      ServiceCIDR,
+		AdvertiseAddress: NodeIP,
+		ServingIPs:       []netip.Addr{KubernetesIP},
+		APIServerFlags: map[string][]string{
+			// envtest turns ServiceAccount admission off; a cluster has it,
+			// and it is what mounts each Pod's API token.
+			"disable-admission-plugins":       {"StorageObjectInUseProtection"},
+			"kubelet-preferred-address-types": {"InternalIP"},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	t.Cleanup(func() {
+		if err := c.CP.Stop(); err != nil {
+			t.Logf("cluster: stop the control plane: %v", err)
+		}
+	})
+	if err := c.startComponents(t); err != nil {
+		return err
+	}
+	if c.dns, err = startPublicDNS(t, c, c.opts.PublicNames); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c.Node, err = node.Start(ctx, node.Config{
+		Client:         c.CP.Clientset,
+		NodeName:       NodeName,
+		NodeIP:         NodeIP,
+		NodeNS:         c.topo.node,
+		PodCIDR:        PodCIDR,
+		ClusterDNS:     DNSIP,
+		ClusterDomain:  ClusterDomain,
+		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",
+		Images:         c.opts.Images,
+		Dir:            filepath.Join(c.dir, "node"),
+	})
+	if err != nil {
+		return fmt.Errorf("node agent: %w", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Node.Stop(); err != nil {
+			t.Errorf("cluster: stop the node agent: %v", err)
+		}
+	})
+	t.Cleanup(func() { c.dumpOnFailure(t) })
+	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, c.dir); err != nil {
+		return err
+	}
+	t.Cleanup(c.lb.close)
+	return c.waitReady(ctx)
+}
+
+// waitReady waits for what a new cluster has before its first Pod: a Ready
+// Node, the default ServiceAccount and kube-root-ca.crt.
+func (c *Cluster) waitReady(ctx context.Context) error {
+	cs := c.CP.Clientset
+	probes := []struct {
+		what  string
+		probe harness.Probe
+	}{
+		{"node " + NodeName + " Ready", func(ctx context.Context) error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+			return fmt.Errorf("not Ready")
+		}},
+		{"the default ServiceAccount", func(ctx context.Context) error {
+			_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+			return err
+		}},
+		{"kube-root-ca.crt", func(ctx context.Context) error {
+			_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+			return err
+		}},
+	}
+	for _, p := range probes {
+		if err := harness.Poll(ctx, p.probe); err != nil {
+			return fmt.Errorf("waiting for %s: %w", p.what, err)
+		}
+	}
+	return nil
+}
+
+// SetPublicName points name at ip in the public DNS.
+func (c *Cluster) SetPublicName(name string, ip netip.Addr) error { return c.dns.Set(name, ip) }
+
+// LoadBalancerLog returns HAProxy's connection log since its last restart.
+func (c *Cluster) LoadBalancerLog() string { return c.lb.Log() }
+
+// OutsideExchange sends one DNS query from outside.
+func (c *Cluster) OutsideExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	var r *dns.Msg
+	err := c.topo.outside.Do(func() error {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), qtype)
+		cl := &dns.Client{Timeout: 2 * time.Second}
+		var err error
+		r, _, err = cl.ExchangeContext(ctx, m, server)
+		return err
+	})
+	return r, err
+}
+
+// Curl runs curl from a client on the internet (outside, from
+// ExternalClientIP), resolving through the public DNS, and returns its
+// output.
+func (c *Cluster) Curl(ctx context.Context, args ...string) (string, error) {
+	cmd := c.topo.outside.Command("curl", append([]string{"-sS", "--max-time", "10", "--interface", ExternalClientIP.String()}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("curl %v from outside: %w: %s", args, err, out)
+	}
+	return string(out), nil
+}
+
+// LoadBalancerIP returns the LoadBalancer IP of Service ns/name once it has one.
+func (c *Cluster) LoadBalancerIP(ctx context.Context, ns, name string) (netip.Addr, error) {
+	var ip netip.Addr
+	err := harness.Poll(ctx, func(ctx context.Context) error {
+		svc, err := c.CP.Clientset.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			if a, err := netip.ParseAddr(in.IP); err == nil {
+				ip = a
+				return nil
+			}
+		}
+		return fmt.Errorf("%s/%s has no LoadBalancer IP yet", ns, name)
+	})
+	return ip, err
+}
+
+// DialNode connects from inside the node (as kubelet's probes do).
+func (c *Cluster) DialNode(ctx context.Context, addr string) (net.Conn, error) {
+	return c.topo.node.DialContext(ctx, "tcp", addr)
+}

@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+)
+
+// topology is the node and outside namespaces and the link between them.
+type topology struct {
+	node, outside *netns.NS
+}
+
+// newTopology creates the two namespaces: the node with NodeIP, forwarding
+// and a default route to outside; outside with the public and LoadBalancer
+// addresses on its loopback and a route back to the Pods.
+func newTopology() (_ *topology, err error) {
+	if _, err := netns.Sweep(); err != nil {
+		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
+	}
+	tp := &topology{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, tp.close())
+		}
+	}()
+	if tp.node, err = netns.New("node"); err != nil {
+		return nil, err
+	}
+	if tp.outside, err = netns.New("outside"); err != nil {
+		return nil, err
+	}
+	if err := netns.Veth(tp.node, "eth0", tp.outside, "node0"); err != nil {
+		return nil, err
+	}
+	steps := []func() error{
+		func() error { return tp.node.AddAddr("eth0", netip.PrefixFrom(NodeIP, NodeLink.Bits())) },
+		func() error { return tp.outside.AddAddr("node0", netip.PrefixFrom(OutsideIP, NodeLink.Bits())) },
+		func() error { return tp.node.AddRoute("default", "via", OutsideIP.String()) },
+		// Pod traffic leaves the node unmasqueraded, as with a routed
+		// (BGP) Pod network, so outside routes the Pods back to the node.
+		func() error { return tp.outside.AddRoute(PodCIDR.String(), "via", NodeIP.String()) },
+		func() error { return tp.node.Sysctl("net.ipv4.ip_forward", "1") },
+		func() error { return tp.outside.Sysctl("net.ipv4.ip_forward", "1") },
+		func() error { return tp.outside.AddAddr("lo", netip.PrefixFrom(PublicDNSIP, 32)) },
+		func() error { return tp.outside.AddAddr("lo", netip.PrefixFrom(ExternalClientIP, 32)) },
+		// What `ip netns exec` mounts over /etc/resolv.conf: clients
+		// outside resolve through the public DNS.
+		func() error { return tp.outside.WriteEtc("resolv.conf", "nameserver "+PublicDNSIP.String()+"\n") },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, fmt.Errorf("cluster: topology: %w", err)
+		}
+	}
+	return tp, nil
+}
+
+// close deletes both namespaces, with everything inside.
+func (tp *topology) close() error {
+	var errs []error
+	for _, n := range []*netns.NS{tp.node, tp.outside} {
+		if n != nil {
+			errs = append(errs, n.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
