@@ -58,6 +58,10 @@ func ingressClassTarget(f *Facts, c Controller, class string, v lbVerdict) Check
 	if sel := f.TargetSet.ForIngress(class); sel.Target != "" {
 		return newCheck(idIngressClassTarget, OK, "ingress class %q is served by a controller that requires PROXY, and target %s selects it", class, sel.Target).on(objects...).on("service/" + sel.Target)
 	}
+	if off := disabledFor(f, class, nil); len(off) > 0 {
+		return newCheck(idIngressClassTarget, Fail, "ingress class %q is served by a controller that requires PROXY, and no target selects it: %s would, but %s disabled", class, listed(off), verb(len(off), "is", "are")).on(objects...).
+			hint("fix %s (see its target-zones and target-annotations lines)", listed(off))
+	}
 	return newCheck(idIngressClassTarget, Fail, "ingress class %q is served by a controller that requires PROXY, and no target selects it", class).on(objects...).
 		hint("%s", addTargetHint(f, class, chartTarget{IngressClasses: []string{class}}, c.Upstream, func(o HostObject) bool { return o.Gateway == nil && o.IngressClass == class }))
 }
@@ -72,6 +76,10 @@ func gatewayTarget(f *Facts, c Controller, g GatewayRef, v lbVerdict) Check {
 	}
 	if sel := f.TargetSet.ForGateway(g.Namespace, g.Name, g.Class); sel.Target != "" {
 		return newCheck(idGatewayTarget, OK, "Gateway %s (class %s) is served by a controller that requires PROXY, and target %s selects it", g.Key(), g.Class, sel.Target).on(objects...).on("service/" + sel.Target)
+	}
+	if off := disabledFor(f, "", &g); len(off) > 0 {
+		return newCheck(idGatewayTarget, Fail, "Gateway %s (class %s) is served by a controller that requires PROXY, and no target selects it: %s would, but %s disabled", g.Key(), g.Class, listed(off), verb(len(off), "is", "are")).on(objects...).
+			hint("fix %s (see its target-zones and target-annotations lines)", listed(off))
 	}
 	return newCheck(idGatewayTarget, Fail, "Gateway %s (class %s) is served by a controller that requires PROXY, and no target selects it", g.Key(), g.Class).on(objects...).
 		hint("%s", addTargetHint(f, g.Name, chartTarget{Gateways: []string{g.Key()}}, c.Upstream, func(o HostObject) bool {

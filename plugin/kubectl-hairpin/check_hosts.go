@@ -37,11 +37,13 @@ func corednsCount(f *Facts, name, label string, values ...string) (int, bool) {
 	return int(n), true
 }
 
-func countSuffix(n int, ok bool) string {
+// countSuffix is " (CoreDNS counts 3 such hosts in all)", or "" when
+// CoreDNS's metrics could not be read.
+func countSuffix(n int, ok bool, what string) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(" (CoreDNS counts %d)", n)
+	return fmt.Sprintf(" (CoreDNS counts %d %s in all)", n, what)
 }
 
 func hostsOutsideZones(f *Facts) []Check {
@@ -74,8 +76,8 @@ func hostsOutsideZones(f *Facts) []Check {
 				zones = append(zones, z)
 			}
 		}
-		out = append(out, newCheck(idHostsOutsideZones, Warn, "%s of target %s are outside its zones (%s) and are not answered: %s%s",
-			plural(len(hosts), "host", "hosts"), name, strings.Join(hostNames(t.Spec.Zones), ", "), listed(hosts), countSuffix(count, counted)).
+		out = append(out, newCheck(idHostsOutsideZones, Warn, "%s of target %s %s outside its zones (%s) and not answered: %s%s",
+			plural(len(hosts), "host", "hosts"), name, verb(len(hosts), "is", "are"), strings.Join(hostNames(t.Spec.Zones), ", "), listed(hosts), countSuffix(count, counted, "hosts outside their zones")).
 			on(serviceObject(t.Service)).on(objects...).
 			hint("a host outside its target's zones is never answered (the hijack guard); if they are yours, add their zone: --set-json 'targets.%s.zones=%s'", chartName(name), jsonList(zones)))
 	}
@@ -84,88 +86,99 @@ func hostsOutsideZones(f *Facts) []Check {
 			return []Check{newCheck(idHostsOutsideZones, Warn, "CoreDNS counts %d hosts outside their targets' zones, but the API objects show none: CoreDNS's view differs (a Corefile `hairpin ZONES` or `namespaces`/`labels` filter?)", count).
 				hint("CoreDNS logs each such host once: kubectl -n %s logs -l %s | grep 'outside the zones'", f.Options.CoreDNSNamespace, selectorString(f.KubeDNS.Spec.Selector))}
 		}
-		return []Check{newCheck(idHostsOutsideZones, OK, "every host of a selected object is inside its target's zones%s", countSuffix(count, counted))}
+		return []Check{newCheck(idHostsOutsideZones, OK, "every host of a selected object is inside its target's zones%s", countSuffix(count, counted, "hosts outside their zones"))}
 	}
 	return out
+}
+
+// unselected is the objects of one IngressClass or Gateway that name hosts
+// and that no target selects.
+type unselected struct {
+	class          string      // the IngressClass, when gateway is nil
+	gateway        *GatewayRef // the Gateway
+	hosts, objects []string
+}
+
+func (u *unselected) String() string {
+	switch {
+	case u.gateway != nil:
+		return fmt.Sprintf("Gateway %s (class %s)", u.gateway.Key(), u.gateway.Class)
+	case u.class == "":
+		return "no ingress class (and no default IngressClass)"
+	}
+	return fmt.Sprintf("ingress class %q", u.class)
+}
+
+func (u *unselected) matches(o HostObject) bool {
+	if u.gateway != nil {
+		return o.Gateway != nil && o.Gateway.Key() == u.gateway.Key()
+	}
+	return o.Gateway == nil && o.IngressClass == u.class
 }
 
 func hostsUnselected(f *Facts) []Check {
 	count, counted := corednsCount(f, metricUnselected, "kind", "ingress", "gateway", "httproute", "grpcroute", "tlsroute")
-	type group struct {
-		what, hintName string
-		sel            chartTarget
-		match          func(HostObject) bool
-		hosts, objects []string
-	}
-	var groups []*group
-	find := func(what string) *group {
-		for _, g := range groups {
-			if g.what == what {
-				return g
-			}
-		}
-		return nil
-	}
+	var groups []*unselected
 	for _, o := range f.HostObjects {
 		if o.Selection.Target != "" {
 			continue
 		}
-		var what string
-		var g *group
-		if o.Gateway != nil {
-			ref := *o.Gateway
-			what = fmt.Sprintf("Gateway %s (class %s)", ref.Key(), ref.Class)
-			if g = find(what); g == nil {
-				g = &group{what: what, hintName: ref.Name, sel: chartTarget{Gateways: []string{ref.Key()}},
-					match: func(h HostObject) bool { return h.Gateway != nil && h.Gateway.Key() == ref.Key() }}
-			}
-		} else {
-			class := o.IngressClass
-			what = fmt.Sprintf("ingress class %q", class)
-			if class == "" {
-				what = "no ingress class (and no default IngressClass)"
-			}
-			if g = find(what); g == nil {
-				g = &group{what: what, hintName: class, sel: chartTarget{IngressClasses: []string{class}},
-					match: func(h HostObject) bool { return h.Gateway == nil && h.IngressClass == class }}
-			}
+		i := slices.IndexFunc(groups, func(u *unselected) bool { return u.matches(o) })
+		if i < 0 {
+			groups = append(groups, &unselected{class: o.IngressClass, gateway: o.Gateway})
+			i = len(groups) - 1
 		}
-		if find(what) == nil {
-			groups = append(groups, g)
-		}
-		g.objects = append(g.objects, o.Object)
+		u := groups[i]
+		u.objects = append(u.objects, o.Object)
 		for _, h := range o.Hosts {
-			if !slices.Contains(g.hosts, hostName(h)) {
-				g.hosts = append(g.hosts, hostName(h))
+			if !slices.Contains(u.hosts, hostName(h)) {
+				u.hosts = append(u.hosts, hostName(h))
 			}
 		}
 	}
 	if len(groups) == 0 {
-		return []Check{newCheck(idHostsUnselected, OK, "every object that names hosts is selected by a target%s", countSuffix(count, counted))}
+		return []Check{newCheck(idHostsUnselected, OK, "every object that names hosts is selected by a target%s", countSuffix(count, counted, "unselected objects"))}
 	}
 	var out []Check
-	for _, g := range groups {
-		slices.Sort(g.hosts)
-		fix := "if its controller requires PROXY, " + addTargetHint(f, g.hintName, g.sel, upstreamFor(f, g.sel), g.match) + "; if it does not, nothing is wrong"
-		out = append(out, newCheck(idHostsUnselected, Warn, "%s of %s name hosts that no target selects, so they are not answered: %s%s",
-			plural(len(g.objects), "object", "objects"), g.what, listed(g.hosts), countSuffix(count, counted)).on(g.objects...).hint("%s", fix))
+	for _, u := range groups {
+		slices.Sort(u.hosts)
+		c := newCheck(idHostsUnselected, Warn, "%s of %s %s hosts that no target selects, so they are not answered: %s%s",
+			plural(len(u.objects), "object", "objects"), u, verb(len(u.objects), "names", "name"), listed(u.hosts), countSuffix(count, counted, "unselected objects")).on(u.objects...)
+		ctrl := controllerOf(f, u.class, u.gateway)
+		sel, name := chartTarget{IngressClasses: []string{u.class}}, u.class
+		if u.gateway != nil {
+			sel, name = chartTarget{Gateways: []string{u.gateway.Key()}}, u.gateway.Name
+		}
+		var upstream *core.Service
+		if ctrl != nil {
+			upstream = ctrl.Upstream
+		}
+		switch off := disabledFor(f, u.class, u.gateway); {
+		case ctrl != nil && !judgeLBs(ctrl.LBs).needed:
+			c.Status = OK
+			c.Message = fmt.Sprintf("%s of %s %s hosts that no target selects, and need none: %s", plural(len(u.objects), "object", "objects"), u, verb(len(u.objects), "names", "name"), judgeLBs(ctrl.LBs).why)
+		case len(off) > 0:
+			c = c.hint("%s would select them but %s disabled: fix it (see its target-zones and target-annotations lines)", listed(off), verb(len(off), "is", "are"))
+		case ctrl != nil:
+			c = c.hint("its controller requires PROXY: %s", addTargetHint(f, name, sel, upstream, u.matches))
+		default:
+			c = c.hint("if its controller requires PROXY, %s; if it does not, nothing is wrong", addTargetHint(f, name, sel, upstream, u.matches))
+		}
+		out = append(out, c)
 	}
 	return out
 }
 
-// upstreamFor is the Service of the controller that serves sel's class or
-// Gateway, when one was found.
-func upstreamFor(f *Facts, sel chartTarget) *core.Service {
-	for _, c := range f.Controllers {
-		for _, class := range sel.IngressClasses {
-			if slices.Contains(c.IngressClasses, class) {
-				return c.Upstream
-			}
+// controllerOf is the controller found to require PROXY that serves class
+// (or the Gateway g), if any.
+func controllerOf(f *Facts, class string, g *GatewayRef) *Controller {
+	for i := range f.Controllers {
+		c := &f.Controllers[i]
+		if g == nil && slices.Contains(c.IngressClasses, class) {
+			return c
 		}
-		for _, key := range sel.Gateways {
-			if slices.ContainsFunc(c.Gateways, func(g GatewayRef) bool { return g.Key() == key }) {
-				return c.Upstream
-			}
+		if g != nil && slices.ContainsFunc(c.Gateways, func(x GatewayRef) bool { return x.Key() == g.Key() }) {
+			return c
 		}
 	}
 	return nil

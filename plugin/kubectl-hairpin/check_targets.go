@@ -25,9 +25,15 @@ func checkTargets(f *Facts) []Check {
 	}
 	if len(f.Targets) == 0 {
 		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, hairpin.TargetLabel)
-		if len(f.Controllers) > 0 {
+		needing := 0
+		for _, ctrl := range f.Controllers {
+			if judgeLBs(ctrl.LBs).needed {
+				needing++
+			}
+		}
+		if needing > 0 {
 			c.Status = Fail
-			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY", ns, hairpin.TargetLabel, plural(len(f.Controllers), "controller requires", "controllers require"))
+			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, hairpin.TargetLabel, plural(needing, "controller requires", "controllers require"))
 		}
 		return []Check{c.hint("install the chart: helm install hairpin manifests/coredns-hairpin -n %s --create-namespace --set-json 'targets.ingress-nginx.zones=[\"example.com\"]'; or pass --namespace where it is installed", ns)}
 	}
@@ -37,7 +43,7 @@ func checkTargets(f *Facts) []Check {
 	}
 	out := []Check{newCheck(idTargetsFound, OK, "%s in %s: %s", plural(len(f.Targets), "target", "targets"), ns, strings.Join(names, ", "))}
 	for _, t := range f.Targets {
-		out = append(out, targetAnnotations(t), targetZones(t), targetAddress(t))
+		out = append(out, targetAnnotations(t), targetZones(f, t), targetAddress(t))
 		if t.EndpointsRead {
 			out = append(out, targetEndpoints(f, t))
 			out = append(out, proxyUpstreams(f, t)...)
@@ -86,13 +92,14 @@ func targetAnnotations(t TargetFacts) Check {
 	return newCheck(idTargetAnnotations, OK, "target %s selects %s", name, strings.Join(parts, "; ")).on(obj)
 }
 
-func targetZones(t TargetFacts) Check {
+func targetZones(f *Facts, t TargetFacts) Check {
 	name := targetName(t)
 	obj := serviceObject(t.Service)
 	switch {
 	case errors.Is(t.Err, hairpin.ErrNoZones):
+		zones := suggestZones(f, func(o HostObject) bool { return specNames(t.Spec, o.IngressClass, o.Gateway) })
 		return newCheck(idTargetZones, Fail, "target %s has no zones and serves nothing", name).on(obj).
-			hint("set the zones it may answer: --set-json 'targets.%s.zones=[\"example.com\"]'", chartName(name))
+			hint("set the zones it may answer (the hosts it selects are in %s): --set-json 'targets.%s.zones=%s'", strings.Join(zones, ", "), chartName(name), jsonList(zones))
 	case t.Err != nil:
 		return newCheck(idTargetZones, Fail, "target %s serves nothing: its annotations do not parse (see target-annotations)", name).on(obj).
 			hint("fix targets.%s in the chart's values", chartName(name))

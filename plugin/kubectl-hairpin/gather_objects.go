@@ -53,7 +53,10 @@ func (a servedAPIs) firstServed(group, resource string, versions ...string) (sch
 // discover is the first read: when it fails, nothing can be read.
 func (g *gatherer) discover(context.Context) error {
 	groups, err := g.c.Kube.Discovery().ServerGroups()
-	if err != nil {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the apiserver refused the credentials (401 Unauthorized): %w", err)
+	case err != nil:
 		return fmt.Errorf("discovery: %w", err)
 	}
 	g.api = servedAPIs{}

@@ -68,3 +68,11 @@ func chartName(target string) string {
 	}
 	return name
 }
+
+// verb is the form of a verb that agrees with n: "is" or "are".
+func verb(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -70,6 +70,11 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = defaultRequestTimeout
 	}
+	// One run makes a few dozen reads in a row; client-go's default of
+	// 5 per second would make it wait for most of them.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	clients, err := kh.NewClients(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kubectl hairpin check: %v: %v\n", kh.ErrUnreadable, err)
