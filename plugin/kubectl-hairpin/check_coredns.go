@@ -255,7 +255,7 @@ func corednsKinds(f *Facts) Check {
 	if len(pods) == 0 {
 		return newCheck(idCoreDNSKinds, Warn, "the kinds hairpin watches were not checked: no CoreDNS pod's metrics could be read").hint("see coredns-metrics")
 	}
-	var unsynced, erring, synced, objects []string
+	var unsynced, listing, erring, synced, objects []string
 	gatewayKinds := false
 	for _, p := range pods {
 		objects = append(objects, podObject(p.Pod))
@@ -263,6 +263,10 @@ func corednsKinds(f *Facts) Check {
 			kind := s.Labels["kind"]
 			reasons := watchErrorReasons(p.Metrics, s.Labels["cache"], kind)
 			switch {
+			case s.Value == 0 && reasons == "":
+				// Not listed and nothing failed: a watch that has just
+				// started, as Gateway kinds do once a target needs them.
+				listing = append(listing, fmt.Sprintf("%s in %s", kind, p.Pod.Name))
 			case s.Value == 0:
 				unsynced = append(unsynced, fmt.Sprintf("%s in %s%s", kind, p.Pod.Name, reasons))
 				gatewayKinds = gatewayKinds || !slices.Contains([]string{"ingress", "ingressclass", "service"}, kind)
@@ -282,6 +286,9 @@ func corednsKinds(f *Facts) Check {
 	switch {
 	case len(unsynced) > 0:
 		return newCheck(idCoreDNSKinds, Fail, "hairpin has not listed %s: their hosts are not answered", listed(unsynced)).on(objects...).hint("%s", rbac)
+	case len(listing) > 0:
+		return newCheck(idCoreDNSKinds, Warn, "hairpin has not listed %s yet, and no list or watch has failed: their hosts are answered once they have", listed(listing)).on(objects...).
+			hint("re-run in a moment; if it stays, CoreDNS's log says what it waits for: kubectl -n %s logs %s | grep plugin/hairpin", f.Options.CoreDNSNamespace, pods[0].Pod.Name)
 	case len(erring) > 0:
 		return newCheck(idCoreDNSKinds, Warn, "every watched kind has listed, but watches failed since CoreDNS started: %s", listed(erring)).on(objects...).
 			hint("a past failure (the apiserver restarted, RBAC was applied late) is harmless once listed; if it keeps rising, %s", rbac)

@@ -78,6 +78,13 @@ var checkCases = []checkCase{
 		c.metrics[corednsA+":9153"] = m + `coredns_hairpin_watch_errors_total{cache="5f2c1a",kind="gateway",reason="forbidden"} 3` + "\n"
 	}},
 
+	{id: idCoreDNSKinds, name: "KindStillListing", want: Warn, contains: "has not listed tlsroute in coredns-b yet", change: func(t *testing.T, c *cluster) {
+		c.metrics[corednsB+":9153"] = strings.Replace(c.metrics[corednsB+":9153"], `kind="tlsroute"} 1`, `kind="tlsroute"} 0`, 1)
+	}},
+	{id: idCoreDNSKinds, name: "PastWatchErrors", want: Warn, contains: "ingress in coredns-a (watch errors: unavailable 2)", change: func(t *testing.T, c *cluster) {
+		c.metrics[corednsA+":9153"] += `coredns_hairpin_watch_errors_total{cache="5f2c1a",kind="ingress",reason="unavailable"} 2` + "\n"
+	}},
+
 	{id: idCoreDNSTargets, name: "ServesEveryTarget", want: OK, contains: "CoreDNS serves 2 targets"},
 	{id: idCoreDNSTargets, name: "DisabledTarget", want: Fail, contains: "1 disabled target", change: func(t *testing.T, c *cluster) {
 		m := strings.Replace(c.metrics[corednsA+":9153"], `state="disabled"} 0`, `state="disabled"} 1`, 1)
@@ -167,6 +174,9 @@ var checkCases = []checkCase{
 	{id: idProxyUpstream, name: "RouteMissing", want: Fail, contains: "has no such route", change: func(t *testing.T, c *cluster) {
 		c.metrics[proxyA+":9090"] = strings.Replace(c.metrics[proxyA+":9090"], `hairpin_proxy_upstream_up{route="tenant-gw-http"} 1`, "", 1)
 	}},
+
+	{id: idProxyUpstream, name: "ProxyMetricsForbidden", want: Warn, contains: "may not read the proxy's metrics (get pods/proxy in hairpin-system is forbidden)",
+		as: withoutResource("pods/proxy")},
 
 	{id: idHostsOutsideZones, name: "EveryHostInsideItsZones", want: OK, contains: "every host of a selected object is inside its target's zones (CoreDNS counts 0 hosts outside their zones in all)"},
 	{id: idHostsOutsideZones, name: "IngressForAForeignDomain", want: Warn, contains: "1 host of target hairpin-system/ingress-nginx is outside its zones (example.com) and not answered: login.other.org", change: func(t *testing.T, c *cluster) {
