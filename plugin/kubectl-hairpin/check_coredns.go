@@ -56,6 +56,9 @@ func corednsPods(f *Facts) Check {
 	case len(f.KubeDNS.Spec.Selector) == 0:
 		return newCheck(idCoreDNSPods, Fail, "%s/%s selects no pods (it has no selector)", ns, kubeDNS).on(svc).
 			hint("point the Service at the CoreDNS pods; its selector is how hairpin finds them")
+	case !f.CoreDNSPodsRead:
+		return newCheck(idCoreDNSPods, Warn, "CoreDNS's pods were not checked: the pods in %s could not be listed", ns).on(svc).
+			hint("see cluster-access")
 	case len(f.CoreDNS) == 0:
 		return newCheck(idCoreDNSPods, Fail, "%s/%s selects no pods", ns, kubeDNS).on(svc).
 			hint("kubectl -n %s get deploy,pods -l %s", ns, selectorString(f.KubeDNS.Spec.Selector))
@@ -127,7 +130,7 @@ func scraped(pods []PodFacts) []PodFacts {
 func corednsMetrics(f *Facts) Check {
 	var failed, forbidden []string
 	var objects []string
-	read := 0
+	read, port := 0, int32(defaultCoreDNSMetricsPort)
 	for _, p := range f.CoreDNS {
 		objects = append(objects, podObject(p.Pod))
 		switch {
@@ -135,6 +138,7 @@ func corednsMetrics(f *Facts) Check {
 			read++
 		case apierrors.IsForbidden(p.Err):
 			forbidden = append(forbidden, p.Pod.Name)
+			port = p.Port
 		default:
 			failed = append(failed, fmt.Sprintf("%s: %v", p.Pod.Name, p.Err))
 		}
@@ -143,7 +147,7 @@ func corednsMetrics(f *Facts) Check {
 	switch {
 	case len(forbidden) > 0:
 		return newCheck(idCoreDNSMetrics, Warn, "may not read CoreDNS's metrics (get pods/proxy in %s is forbidden), so activation, synced kinds and CoreDNS's own counts are not checked", ns).on(objects...).
-			hint("grant get on pods/proxy in %s, or read them by hand: kubectl -n %s port-forward pod/%s %d & curl -s localhost:%d/metrics | grep %s", ns, ns, forbidden[0], f.CoreDNS[0].Port, f.CoreDNS[0].Port, metricHairpinPrefix)
+			hint("grant get on pods/proxy in %s, or read them by hand: kubectl -n %s port-forward pod/%s %d & curl -s localhost:%d/metrics | grep %s", ns, ns, forbidden[0], port, port, metricHairpinPrefix)
 	case len(failed) > 0:
 		return newCheck(idCoreDNSMetrics, Warn, "could not read the metrics of %d of %d CoreDNS pods through the apiserver's pod proxy: %s", len(failed), len(f.CoreDNS), listed(failed)).on(objects...).
 			hint("the Corefile needs `prometheus :%d` (the pod's port named metrics), and the apiserver must reach the pod", defaultCoreDNSMetricsPort)

@@ -3,6 +3,7 @@ package kubectlhairpin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -393,16 +394,29 @@ func statusOf(o client.Object) func(client.Object) {
 	return nil
 }
 
+// gone is nil once o no longer exists, and for a Service once its
+// ClusterIPs are free again: the allocator releases them after the
+// delete, and the next case asks for the same ones.
 func gone(ctx context.Context, c client.Client, o client.Object) error {
-	probe := o.DeepCopyObject().(client.Object)
-	err := c.Get(ctx, client.ObjectKeyFromObject(o), probe)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
+	probes := []client.Object{o.DeepCopyObject().(client.Object)}
+	if svc, ok := o.(*core.Service); ok {
+		for _, ip := range svc.Spec.ClusterIPs {
+			if ip != core.ClusterIPNone {
+				probes = append(probes, &networking.IPAddress{ObjectMeta: meta.ObjectMeta{Name: ip}})
+			}
+		}
 	}
-	return errStillThere
+	for _, p := range probes {
+		err := c.Get(ctx, client.ObjectKeyFromObject(p), p)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("%T %s: %w", p, p.GetName(), errStillThere)
+	}
+	return nil
 }
 
 var errStillThere = errors.New("it still exists")

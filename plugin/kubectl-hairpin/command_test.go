@@ -72,6 +72,7 @@ func runCommand(t *testing.T, path string, args ...string) (int, string, string)
 // be read, 1 when a check fails, 0 when none does (warnings included);
 // also as `kubectl hairpin check`, which kubectl finds on PATH.
 func TestCommandExitCodes(t *testing.T) {
+	e := newEnv(t)
 	bin := command(t)
 	closed := harness.FreeAddr(t, "127.0.0.1") // nothing listens there
 	closedKubeconfig := harness.WriteFile(t, t.TempDir(), "kubeconfig", fmt.Sprintf(`apiVersion: v1
@@ -81,7 +82,6 @@ users: [{name: u, user: {token: t}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `, closed))
-	e := newEnv(t)
 	refused := harness.WriteFile(t, t.TempDir(), "kubeconfig", fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]

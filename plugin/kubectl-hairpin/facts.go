@@ -17,6 +17,8 @@ type Facts struct {
 	KubeDNSRead bool
 	// KubeDNS is CoreDNS's Service, nil when it does not exist.
 	KubeDNS *core.Service
+	// CoreDNSPodsRead is false when the pods could not be listed.
+	CoreDNSPodsRead bool
 	// CoreDNS are the pods the Service selects, with their metrics.
 	CoreDNS []PodFacts
 	// ManagedDNS says how a cloud or an addon manager owns the cluster DNS.

@@ -32,6 +32,7 @@ func (g *gatherer) gatherCoreDNS(ctx context.Context) error {
 	if ok, err := g.read(err, "list pods in "+ns, "CoreDNS's pods and metrics are not checked"); !ok {
 		return err
 	}
+	g.f.CoreDNSPodsRead = true
 	slices.SortFunc(pods.Items, func(a, b core.Pod) int { return strings.Compare(a.Name, b.Name) })
 	for i := range pods.Items {
 		pod := &pods.Items[i]
