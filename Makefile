@@ -13,12 +13,13 @@ BIN := bin
 GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path './.cache/*') go.mod go.sum plugin.cfg
 
 # Control-plane binaries (kube-apiserver, etcd) built from source, cached by
-# the tools module's go.sum, and helm, cached by its own module's go.sum.
-# build/tools.sh prints the folder it filled.
+# the tools module's go.sum, and helm and actionlint, each cached by its own
+# module's go.sum. build/tools.sh prints the folder it filled.
 TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
+ACTIONLINT = $(shell build/tools.sh --actionlint)
 
-.PHONY: all build generate test unit fuzz tools deps demo bench images manifests clean FORCE
+.PHONY: all build generate test unit fuzz tools deps demo bench images manifests release release-check clean FORCE
 
 all: build
 
@@ -41,10 +42,13 @@ tools:
 	build/tools.sh
 
 # The plain manifests (manifests/rendered/*/hairpin.yaml) rendered from the
-# Helm chart, the one source; test/manifests fails when they drift.
+# Helm chart, the one source, and the chart README's values table written
+# from its values.yaml (build/chartdoc); test/manifests fails when either
+# drifts.
 manifests:
 	build/tools.sh helm >/dev/null
 	HELM=$(HELM) build/manifests.sh
+	go run ./build/chartdoc/cmd/chartdoc -chart manifests/coredns-hairpin
 
 # Debian packages the tests and the demo drive for real (nginx, dig, curl).
 deps:
@@ -86,11 +90,28 @@ $(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 images: $(PLATFORM_BINS)
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
 
+# A release (DESIGN.md, "Releases"; build/release does the work):
+# REGISTRY/coredns:VERSION and REGISTRY/hairpin-proxy:VERSION as OCI indexes
+# of both platforms, and the chart oci://REGISTRY/charts/coredns-hairpin
+# (version VERSION without the v) whose default images are those, by tag
+# and digest; $(BIN)/release/ gets the chart archive, the plain manifests
+# pinned the same way, the kubectl-hairpin archives with their krew manifest
+# (once plugin/kubectl-hairpin exists), SHA256SUMS and release.json. A
+# loopback REGISTRY is plain HTTP. Credentials: `docker login` for the
+# images, `helm registry login` for the chart.
+release-check:
+	go run ./build/release -check -registry '$(REGISTRY)' -version '$(VERSION)'
+
+release: release-check images
+	@[ -x "$(HELM)" ] || build/tools.sh helm >/dev/null
+	go run ./build/release -registry '$(REGISTRY)' -version '$(VERSION)' \
+		-images $(BIN)/images -out $(BIN)/release -helm $(HELM)
+
 # Everything: vet, unit, integration (real kube-apiserver + etcd) and e2e
 # (our coredns and proxy, real nginx, dig, curl).
 test: deps build tools images
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_ACTIONLINT=$(ACTIONLINT) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
 		go test -race -count=1 -timeout 30m ./...
 	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 

@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian packages that `make test`, `make demo` and `make bench`
 # drive for real, when they are missing. Usage: build/deps.sh [PACKAGE...]
-# Without arguments: nginx (the ingress-nginx stand-in), dnsutils (dig), curl.
+# Without arguments: nginx (the ingress-nginx stand-in), dnsutils (dig), curl,
+# and what the real-dataplane test cluster runs: haproxy (the load balancer),
+# iptables, nftables and conntrack (kube-proxy's, inside the node's network
+# namespace only).
 set -euo pipefail
 
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(nginx dnsutils curl)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(nginx dnsutils curl haproxy iptables nftables conntrack)
 
 # The command each package provides, to tell whether it is installed.
 provides() {
   case "$1" in
     nginx) echo /usr/sbin/nginx ;;
+    haproxy) echo /usr/sbin/haproxy ;;
+    iptables) echo /usr/sbin/iptables ;;
+    nftables) echo /usr/sbin/nft ;;
+    conntrack) echo /usr/sbin/conntrack ;;
     dnsutils) echo dig ;;
     *) echo "$1" ;;
   esac
@@ -31,7 +38,11 @@ fi
 echo "deps: installing ${missing[*]} from Debian's packages"
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian's nginx package starts a system nginx on :80; ours run their own.
-if printf '%s\n' "${missing[@]}" | grep -qx nginx; then
-  systemctl stop nginx >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || pkill -x nginx || true
-fi
+# Debian's nginx and haproxy packages start system services; ours run their
+# own, inside the tests' namespaces.
+for svc in nginx haproxy; do
+  if printf '%s\n' "${missing[@]}" | grep -qx "$svc"; then
+    systemctl disable --now "$svc" >/dev/null 2>&1 || service "$svc" stop >/dev/null 2>&1 || true
+    pkill -x "$svc" || true
+  fi
+done

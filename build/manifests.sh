@@ -12,11 +12,15 @@
 # template reads; helm cannot read files outside the chart). `make
 # manifests` runs it; test/manifests renders into a temporary OUTDIR and
 # fails when the committed files differ. HELM names the helm binary
-# (default: the one build/tools.sh builds).
+# (default: the one build/tools.sh builds). CHART renders another copy of
+# the chart and RENDERED_BY names what rendered it in the header: `make
+# release` (build/release) renders the released chart, whose images are
+# pinned by digest.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-chart="$root/manifests/coredns-hairpin"
+chart="${CHART:-$root/manifests/coredns-hairpin}"
+rendered_by="${RENDERED_BY:-the chart manifests/coredns-hairpin by \`make manifests\`}"
 out="${1:-$root/manifests/rendered}"
 helm="${HELM:-$("$root/build/tools.sh" --helm)}"
 if [[ ! -x "$helm" ]]; then
@@ -33,7 +37,7 @@ for values in "$root"/manifests/rendered/*/values.yaml; do
 	name="$(basename "$(dirname "$values")")"
 	mkdir -p "$out/$name"
 	{
-		echo "# Rendered from the chart manifests/coredns-hairpin by \`make manifests\` with"
+		echo "# Rendered from $rendered_by with"
 		echo "# manifests/rendered/$name/values.yaml. Do not edit: change the chart or the values."
 		echo "# The zones of the default target are a placeholder (example.com): set yours."
 		"$helm" template hairpin "$chart" --namespace hairpin-system \

@@ -1,27 +1,35 @@
 #!/usr/bin/env bash
 # build/tools.sh builds the tools that the integration and end-to-end tests
 # run, from source through the Go module proxy: the control plane
-# (kube-apiserver and etcd, module test/tools) and helm (module
-# test/tools/helm).
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
+# node's kube-proxy (module test/tools), helm (module test/tools/helm) and
+# actionlint (module test/tools/actionlint), which lints the CI workflows.
 #
-#   build/tools.sh          build what is not cached yet (all three) and print
-#                           the control-plane folder on the last line
-#   build/tools.sh helm     build helm only, and print its path
-#   build/tools.sh --dir    print the absolute control-plane folder; build nothing
-#   build/tools.sh --helm   print the absolute path of helm; build nothing
+#   build/tools.sh              build what is not cached yet (all of them) and
+#                               print the control-plane folder on the last line
+#   build/tools.sh helm         build helm only, and print its path
+#   build/tools.sh actionlint   build actionlint only, and print its path
+#   build/tools.sh --dir        print the absolute control-plane folder; build nothing
+#   build/tools.sh --helm       print the absolute path of helm; build nothing
+#   build/tools.sh --actionlint print the absolute path of actionlint; build nothing
 #
 # The control-plane binaries land in .cache/tools/<first 12 hex of
 # sha256(test/tools/go.sum)>/, helm in .cache/tools/helm-<first 12 hex of
-# sha256(test/tools/helm/go.sum)>/helm, so a change of the pinned versions
+# sha256(test/tools/helm/go.sum)>/helm, actionlint likewise in
+# .cache/tools/actionlint-<...of test/tools/actionlint/go.sum>/actionlint, so
+# a change of the pinned versions
 # gets a fresh folder and only the first build pays. The control-plane
 # folder is what KUBEBUILDER_ASSETS points at (envtest looks for
 # kube-apiserver and etcd there); HAIRPIN_HELM names helm.
 #
-# helm has a module of its own so that bumping it neither changes the
-# versions kube-apiserver is built with nor invalidates its cache.
+# helm and actionlint have modules of their own so that bumping one neither
+# changes the versions kube-apiserver is built with nor invalidates another's
+# cache.
 #
-# A cold build of kube-apiserver takes about 10 minutes on 2 cores and about
-# 3 GB of memory; helm about 3 minutes; etcd under a minute.
+# A cold build of kube-apiserver takes about 6-10 minutes on 2 cores and
+# about 3 GB of memory; kube-controller-manager, kube-scheduler and
+# kube-proxy about 7 minutes more (they share its build cache); helm about 3
+# minutes; etcd under a minute.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +38,8 @@ sum="$(sha256sum "$mod/go.sum" | cut -c1-12)"
 dir="$root/.cache/tools/$sum"
 helmmod="$mod/helm"
 helmdir="$root/.cache/tools/helm-$(sha256sum "$helmmod/go.sum" | cut -c1-12)"
+lintmod="$mod/actionlint"
+lintdir="$root/.cache/tools/actionlint-$(sha256sum "$lintmod/go.sum" | cut -c1-12)"
 
 only=""
 case "${1:-}" in
@@ -41,15 +51,19 @@ case "${1:-}" in
 	echo "$helmdir/helm"
 	exit 0
 	;;
-helm) only=helm ;;
+--actionlint)
+	echo "$lintdir/actionlint"
+	exit 0
+	;;
+helm | actionlint) only="$1" ;;
 "") ;;
 *)
-	echo "usage: $0 [helm|--dir|--helm]" >&2
+	echo "usage: $0 [helm|actionlint|--dir|--helm|--actionlint]" >&2
 	exit 2
 	;;
 esac
 if [[ $# -gt 1 ]]; then
-	echo "usage: $0 [helm|--dir|--helm]" >&2
+	echo "usage: $0 [helm|actionlint|--dir|--helm|--actionlint]" >&2
 	exit 2
 fi
 
@@ -102,13 +116,30 @@ build_helm() {
 	build helm helm.sh/helm/v3/cmd/helm "$hldflags" "$helmmod" "$helmdir"
 }
 
+# build_actionlint: actionlint, stamped with its module version the way its
+# release builds are (-X .../actionlint.version).
+build_actionlint() {
+	local aver
+	aver="$(go -C "$lintmod" list -m -f '{{.Version}}' github.com/rhysd/actionlint)"
+	build actionlint github.com/rhysd/actionlint/cmd/actionlint "-s -w -X github.com/rhysd/actionlint.version=$aver" "$lintmod" "$lintdir"
+}
+
 if [[ "$only" == helm ]]; then
 	build_helm
 	echo "$helmdir/helm"
 	exit 0
 fi
-if [[ -x "$dir/kube-apiserver" && -x "$dir/etcd" && -x "$helmdir/helm" ]]; then
-	echo "tools: kube-apiserver and etcd are cached in $dir, helm in $helmdir" >&2
+if [[ "$only" == actionlint ]]; then
+	build_actionlint
+	echo "$lintdir/actionlint"
+	exit 0
+fi
+# The Kubernetes components built from k8s.io/kubernetes, in build order.
+kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+cached=1
+for b in etcd "${kube[@]}"; do [[ -x "$dir/$b" ]] || cached=""; done
+if [[ -n "$cached" && -x "$helmdir/helm" && -x "$lintdir/actionlint" ]]; then
+	echo "tools: the control plane and kube-proxy are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
 	echo "$dir"
 	exit 0
 fi
@@ -140,7 +171,10 @@ if [[ ! -x "$dir/kube-apiserver" ]]; then
 fi
 total=$SECONDS
 build etcd go.etcd.io/etcd/server/v3 "-s -w"
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$kldflags"
+for b in "${kube[@]}"; do
+	build "$b" "k8s.io/kubernetes/cmd/$b" "$kldflags"
+done
 build_helm
+build_actionlint
 echo "tools: done in $((SECONDS - total))s" >&2
 echo "$dir"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coredns/caddy"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/coredns-hairpin/hairpin/build/coredns/activate"
 )
@@ -21,6 +22,15 @@ import (
 const (
 	activateFlag = "hairpin.activate"
 	activateEnv  = "COREDNS_HAIRPIN_ACTIVATE"
+)
+
+// The namespace the activated stanza discovers targets in, when it is not
+// the plugin's default: a flag and its environment twin, because the
+// Deployment's arguments survive a distribution's re-render of the
+// Corefile and a `targets` line written into it would not. The flag wins.
+const (
+	targetsFlag = "hairpin.targets"
+	targetsEnv  = "COREDNS_HAIRPIN_TARGETS"
 )
 
 var alog = clog.NewWithPlugin(activate.Directive)
@@ -37,8 +47,9 @@ var alog = clog.NewWithPlugin(activate.Directive)
 // the text through activate.Transform. So activation is applied to exactly
 // what CoreDNS parses, every time it parses it.
 type loader struct {
-	conf confFlag // -conf, taken from coremain
-	on   bool     // -hairpin.activate
+	conf    confFlag      // -conf, taken from coremain
+	on      bool          // -hairpin.activate
+	targets namespaceFlag // -hairpin.targets; "" is the plugin's default
 
 	mu   sync.Mutex
 	last string // what was last logged: a reload that changes nothing logs nothing
@@ -59,21 +70,26 @@ func (l *loader) register(fs *flag.FlagSet) {
 		fs.Var(&l.conf, "conf", `Corefile to load (default "`+caddy.DefaultConfigFile+`")`)
 	}
 	fs.BoolVar(&l.on, activateFlag, true, "add hairpin to every server block that holds kubernetes when the Corefile names no hairpin (env "+activateEnv+")")
+	fs.Var(&l.targets, targetsFlag, "namespace the added hairpin discovers targets in (default: the plugin's, hairpin-system; env "+targetsEnv+")")
 	caddy.RegisterCaddyfileLoader("flag", caddy.LoaderFunc(l.load))
 }
 
-// fromEnv sets the default of -hairpin.activate from the environment. A
-// value that is not a boolean stops startup, naming the variable.
+// fromEnv sets the defaults of -hairpin.activate and -hairpin.targets from
+// the environment. A value that is not a boolean, or not a namespace name,
+// stops startup, naming the variable.
 func (l *loader) fromEnv(lookup func(string) (string, bool)) error {
-	v, ok := lookup(activateEnv)
-	if !ok || strings.TrimSpace(v) == "" {
-		return nil
+	if v, ok := lookup(activateEnv); ok && strings.TrimSpace(v) != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%s=%q: want true or false: %w", activateEnv, v, err)
+		}
+		l.on = on
 	}
-	on, err := strconv.ParseBool(strings.TrimSpace(v))
-	if err != nil {
-		return fmt.Errorf("%s=%q: want true or false: %w", activateEnv, v, err)
+	if v, ok := lookup(targetsEnv); ok && strings.TrimSpace(v) != "" {
+		if err := l.targets.Set(strings.TrimSpace(v)); err != nil {
+			return fmt.Errorf("%s=%q: %w", targetsEnv, v, err)
+		}
 	}
-	l.on = on
 	return nil
 }
 
@@ -88,8 +104,8 @@ func (l *loader) load(serverType string) (caddy.Input, error) {
 		l.report([]message{{text: "activation is off (-" + activateFlag + "=false or " + activateEnv + "=false); the Corefile is used as written"}})
 		return in, nil
 	}
-	res := activate.Transform(in.Filepath, in.Contents)
-	l.report(messages(res))
+	res := activate.Options{Targets: string(l.targets)}.Transform(in.Filepath, in.Contents)
+	l.report(messages(res, string(l.targets)))
 	in.Contents = res.Corefile
 	return in, nil
 }
@@ -152,8 +168,9 @@ func (l *loader) report(msgs []message) {
 	}
 }
 
-// messages says where hairpin was activated and why, or why not.
-func messages(res activate.Result) []message {
+// messages says where hairpin was activated, discovering targets in
+// targets when it is set, and why, or why not.
+func messages(res activate.Result, targets string) []message {
 	switch {
 	case res.Unplaced != nil:
 		return []message{{warning: true, text: fmt.Sprintf("not activated: %v; the Corefile is used as written", res.Unplaced)}}
@@ -165,6 +182,9 @@ func messages(res activate.Result) []message {
 		with := ""
 		if len(b.Kubeconfig) > 0 {
 			with = " with the kubernetes plugin's kubeconfig " + strings.Join(b.Kubeconfig, " ")
+		}
+		if targets != "" {
+			with += " discovering targets in " + targets + " (-" + targetsFlag + ")"
 		}
 		msgs = append(msgs, message{text: fmt.Sprintf("activated in server block %s%s (it holds kubernetes; the Corefile names no hairpin); -%s=false turns this off", b.Keys, with, activateFlag)})
 	}
@@ -182,3 +202,24 @@ type confFlag string
 
 func (c *confFlag) String() string     { return string(*c) }
 func (c *confFlag) Set(v string) error { *c = confFlag(v); return nil }
+
+// namespaceFlag is -hairpin.targets: empty, or a Kubernetes namespace name
+// (an RFC 1123 label).
+type namespaceFlag string
+
+func (n *namespaceFlag) String() string { return string(*n) }
+
+// Set refuses what cannot be a namespace, so that a typo stops startup
+// instead of making the plugin watch a namespace that never holds targets.
+// "" is the plugin's default.
+func (n *namespaceFlag) Set(v string) error {
+	if v == "" {
+		*n = ""
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+		return fmt.Errorf("%q is not a namespace name: %s", v, strings.Join(errs, "; "))
+	}
+	*n = namespaceFlag(v)
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -151,10 +152,10 @@ func TestFromEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := &loader{on: tc.start}
 			err := l.fromEnv(func(k string) (string, bool) {
-				if k != activateEnv {
-					t.Errorf("looked up %q", k)
+				if k == activateEnv {
+					return tc.value, tc.set
 				}
-				return tc.value, tc.set
+				return "", false
 			})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -172,10 +173,17 @@ func TestFromEnv(t *testing.T) {
 
 func TestMessages(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		res  activate.Result
-		want []message
+		name    string
+		res     activate.Result
+		targets string
+		want    []message
 	}{
+		{
+			name:    "activated with a targets namespace names it and its flag",
+			res:     activate.Result{Activated: []activate.Block{{Keys: ".:53"}}},
+			targets: "edge",
+			want:    []message{{text: "activated in server block .:53 discovering targets in edge (-hairpin.targets) (it holds kubernetes; the Corefile names no hairpin); -hairpin.activate=false turns this off"}},
+		},
 		{
 			name: "activated names the block and the way off",
 			res:  activate.Result{Activated: []activate.Block{{Keys: ".:53 cluster.local:53"}}},
@@ -207,7 +215,7 @@ func TestMessages(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := messages(tc.res)
+			got := messages(tc.res, tc.targets)
 			if len(got) != len(tc.want) {
 				t.Fatalf("messages %v, want %v", got, tc.want)
 			}
@@ -217,5 +225,78 @@ func TestMessages(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTargetsFromEnvAndFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		env        string
+		setEnv     bool
+		args       []string
+		want       string
+		wantEnvErr string
+		wantArgErr string
+	}{
+		{name: "unset keeps the plugin's default", want: ""},
+		{name: "the variable names the namespace", env: "edge", setEnv: true, want: "edge"},
+		{name: "blanks around the variable are ignored", env: " edge ", setEnv: true, want: "edge"},
+		{name: "the flag wins over the variable", env: "edge", setEnv: true, args: []string{"-hairpin.targets=ingress"}, want: "ingress"},
+		{name: "a bad variable names the variable", env: "Edge_1", setEnv: true, wantEnvErr: `COREDNS_HAIRPIN_TARGETS="Edge_1": "Edge_1" is not a namespace name`},
+		{name: "a bad flag names the flag", args: []string{"-hairpin.targets=a.b"}, wantArgErr: `invalid value "a.b" for flag -hairpin.targets: "a.b" is not a namespace name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("coredns", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			l := &loader{on: true}
+			l.register(fs)
+			err := l.fromEnv(func(k string) (string, bool) {
+				if k == targetsEnv {
+					return tc.env, tc.setEnv
+				}
+				return "", false
+			})
+			if tc.wantEnvErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantEnvErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantEnvErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = fs.Parse(tc.args)
+			if tc.wantArgErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantArgErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantArgErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(l.targets); got != tc.want {
+				t.Errorf("targets %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLoadWithTargetsNamespace goes through caddy.LoadCaddyfile with
+// -hairpin.targets set: the activated stanza discovers the targets there.
+func TestLoadWithTargetsNamespace(t *testing.T) {
+	logs := captureLog(t)
+	useCorefile(t, stockCorefile)
+	setFlag(t, targetsFlag, "edge")
+	in, err := caddy.LoadCaddyfile("dns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(stockCorefile, ".:53 {", ".:53 { hairpin {\n        targets edge\n    }", 1)
+	if string(in.Body()) != want {
+		t.Errorf("loaded Corefile:\n%s\nwant:\n%s", in.Body(), want)
+	}
+	if !strings.Contains(logs.String(), "discovering targets in edge (-hairpin.targets)") {
+		t.Errorf("log %q does not name the targets namespace", logs)
 	}
 }

@@ -63,7 +63,10 @@ func TestGeneratedMainIsCurrent(t *testing.T) {
 	}
 }
 
-func TestPluginCfgPlacesHairpinBetweenCacheAndBackends(t *testing.T) {
+// TestPluginCfgPlacesHairpinImmediatelyBeforeCache: after rewrite, autopath
+// and acl, which must still apply to hairpin hosts; immediately before
+// cache, so that no cached answer hides a change; before every backend.
+func TestPluginCfgPlacesHairpinImmediatelyBeforeCache(t *testing.T) {
 	f, err := os.Open("../../plugin.cfg")
 	if err != nil {
 		t.Fatal(err)
@@ -81,10 +84,13 @@ func TestPluginCfgPlacesHairpinBetweenCacheAndBackends(t *testing.T) {
 	if !ok {
 		t.Fatal("plugin.cfg does not list hairpin")
 	}
-	for _, before := range []string{"rewrite", "cache"} {
+	for _, before := range []string{"rewrite", "autopath", "acl"} {
 		if pos[before] >= hp {
 			t.Errorf("%s must come before hairpin", before)
 		}
+	}
+	if c, ok := pos["cache"]; !ok || c != hp+1 {
+		t.Errorf("cache must come immediately after hairpin (hairpin at %d, cache at %d)", hp, c)
 	}
 	for _, after := range []string{"hosts", "kubernetes", "forward"} {
 		if pos[after] <= hp {

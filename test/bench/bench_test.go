@@ -29,7 +29,7 @@ const EnvBench = "HAIRPIN_BENCH"
 const EnvQuick = "BENCH_QUICK"
 
 // EnvOnly, when set, runs only the named phases (comma-separated: proxy,
-// kube, scale) and keeps the other phases' figures from the results.json
+// kube, order, scale) and keeps the other phases' figures from the results.json
 // already there, so that one phase can be re-measured on its own.
 const EnvOnly = "BENCH_ONLY"
 
@@ -222,7 +222,7 @@ func TestBench(t *testing.T) {
 	for _, phase := range []struct {
 		name string
 		run  func(*testing.T, config, map[string]string, *Results)
-	}{{"proxy", benchProxy}, {"kube", benchKube}, {"scale", benchScale}} {
+	}{{"proxy", benchProxy}, {"kube", benchKube}, {"order", benchOrderPhase}, {"scale", benchScale}} {
 		if only == nil || only[phase.name] {
 			t.Run(phase.name, func(t *testing.T) { phase.run(t, cfg, bin, res) })
 		}

@@ -64,6 +64,7 @@ func markdown(r *Results, failed bool) string {
 	row("proxy bulk MB/s", q(pr.OursMBps), fmt.Sprintf("HAProxy %s, direct %s", q(pr.HAProxyMBps), q(pr.DirectMBps)), fmt.Sprintf("%.2f× HAProxy, %.2f× direct", rh, rd), "≥ 1.0× HAProxy and ≥ 0.8× direct", rh >= 1.0 && rd >= 0.8)
 	diff := pr.OursP99us - pr.DirectP99us
 	row("proxy latency p99", q(pr.OursP99us)+" µs", fmt.Sprintf("direct %s µs (HAProxy %s µs)", q(pr.DirectP99us), q(pr.HAProxyP99us)), fmt.Sprintf("%+.0f µs vs direct", diff), "within 100 µs of direct", diff <= 100 && pr.OursP99us > 0)
+	orderRows(r, row)
 	scaleRows(r, row)
 	rt = ratio(pr.OursRSSMB1kIdle, pr.HAProxyRSSMB1kIdle)
 	row("proxy RSS with 1000 idle connections", fmt.Sprintf("%.1f MiB", pr.OursRSSMB1kIdle), fmt.Sprintf("HAProxy %.1f MiB", pr.HAProxyRSSMB1kIdle), x(rt), "≤ HAProxy's", rt <= 1.0 && pr.OursRSSMB1kIdle > 0)

@@ -38,6 +38,27 @@ func publicDNS(ctx context.Context, t *testing.T, coredns string, lb netip.Addr)
 	return addr
 }
 
+// distributionEnv is what the tests on distribution Corefiles share: the
+// control plane, bin/coredns, and the public DNS stand-in (upstream) that
+// answers every name in e2e.Zone with the load balancer address lb.
+type distributionEnv struct {
+	cp       *harness.ControlPlane
+	coredns  string
+	lb       netip.Addr
+	upstream string
+}
+
+// newDistributionEnv starts the public DNS stand-in on the package's control
+// plane and returns a context that ends after timeout, or with t.
+func newDistributionEnv(t *testing.T, timeout time.Duration) (context.Context, distributionEnv) {
+	t.Helper()
+	env := distributionEnv{cp: controlPlane(t), coredns: harness.RequireBinary(t, "coredns"), lb: harness.FreeLoopbackIP(t)}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	env.upstream = publicDNS(ctx, t, env.coredns, env.lb)
+	return ctx, env
+}
+
 // distributionDNS is our CoreDNS running a distribution's stock Corefile.
 type distributionDNS struct {
 	proc     *harness.Process
@@ -108,12 +129,8 @@ const reloaded = "[INFO] Reloading complete"
 //     configuration, and the host still answers with the target;
 //  3. the target is deleted, and the public answer returns.
 func TestActivationOnDistributionCorefiles(t *testing.T) {
-	cp := controlPlane(t)
-	coredns := harness.RequireBinary(t, "coredns")
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	lb := harness.FreeLoopbackIP(t)
-	upstream := publicDNS(ctx, t, coredns, lb)
+	ctx, env := newDistributionEnv(t, 5*time.Minute)
+	cp, coredns, lb, upstream := env.cp, env.coredns, env.lb, env.upstream
 
 	for _, name := range e2e.Distributions {
 		t.Run(name, func(t *testing.T) {
@@ -125,25 +142,11 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 				t.Fatalf("the startup log does not say %q:\n%s", logLine, d.proc.Output())
 			}
 
-			ns, host, target := "activation-"+name, name+"-activation."+e2e.Zone, "activation-"+name
-			if _, err := e2e.CreateIngress(ctx, cp, ns, "app", host); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = cp.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow)
-			})
+			host := name + "-activation." + e2e.Zone
+			createIngress(ctx, t, cp, "activation-"+name, host)
 			answers(ctx, t, d.listen, host, lb, "0. no target yet: the public answer")
 
-			ip, err := e2e.CreateDistributionTarget(ctx, cp, target)
-			if err != nil {
-				t.Fatal(err)
-			}
-			targetDeleted := false
-			t.Cleanup(func() {
-				if !targetDeleted {
-					_ = e2e.DeleteTarget(context.Background(), cp, target)
-				}
-			})
+			ip, deleteTarget := createTarget(ctx, t, cp, "activation-"+name)
 			answers(ctx, t, d.listen, host, ip, "1. a target of class nginx: its ClusterIP")
 
 			harness.WriteFile(t, filepath.Dir(d.path), filepath.Base(d.path), d.corefile)
@@ -156,10 +159,7 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 			// hairpin only if the loader activated it again.
 			answers(ctx, t, d.listen, host, ip, "2. after the stock Corefile is reloaded: still the target")
 
-			if err := e2e.DeleteTarget(ctx, cp, target); err != nil {
-				t.Fatal(err)
-			}
-			targetDeleted = true
+			deleteTarget()
 			answers(ctx, t, d.listen, host, lb, "3. target deleted: the public answer again")
 		})
 	}
@@ -169,26 +169,16 @@ func TestActivationOnDistributionCorefiles(t *testing.T) {
 // =false the same image and Corefile do not answer for a target: it is the
 // activation, not something else, that makes the test above pass.
 func TestActivationOffLeavesTheCorefileAsWritten(t *testing.T) {
-	cp := controlPlane(t)
-	coredns := harness.RequireBinary(t, "coredns")
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	lb := harness.FreeLoopbackIP(t)
-	upstream := publicDNS(ctx, t, coredns, lb)
+	ctx, env := newDistributionEnv(t, 2*time.Minute)
+	cp, coredns, lb, upstream := env.cp, env.coredns, env.lb, env.upstream
 	d := startDistributionDNS(ctx, t, coredns, "kubeadm", upstream, cp, "COREDNS_HAIRPIN_ACTIVATE=false")
 	if want := "[INFO] plugin/hairpin: activation is off"; !strings.Contains(d.proc.Output(), want) {
 		t.Fatalf("the startup log does not say %q:\n%s", want, d.proc.Output())
 	}
 
-	ns, host, target := "activation-off", "activation-off."+e2e.Zone, "activation-off"
-	if _, err := e2e.CreateIngress(ctx, cp, ns, "app", host); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow) })
-	if _, err := e2e.CreateDistributionTarget(ctx, cp, target); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e2e.DeleteTarget(context.Background(), cp, target) })
+	host, target := "activation-off."+e2e.Zone, "activation-off"
+	createIngress(ctx, t, cp, "activation-off", host)
+	createTarget(ctx, t, cp, target)
 	// A control that sees the target: the same Corefile with activation on.
 	on := startDistributionDNS(ctx, t, coredns, "kubeadm", upstream, cp)
 	ip := targetIP(ctx, t, cp, target)
@@ -212,6 +202,40 @@ func waitReloaded(ctx context.Context, t *testing.T, p *harness.Process) {
 	})
 	if err != nil {
 		t.Fatalf("reload: %v\n%s", err, p.Output())
+	}
+}
+
+// createIngress creates an Ingress of class nginx for host in ns, and
+// deletes ns when t ends.
+func createIngress(ctx context.Context, t *testing.T, cp *harness.ControlPlane, ns, host string) {
+	t.Helper()
+	if _, err := e2e.CreateIngress(ctx, cp, ns, "app", host); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Clientset.CoreV1().Namespaces().Delete(context.Background(), ns, deleteNow) })
+}
+
+// createTarget creates the distribution target name (e2e.CreateDistributionTarget)
+// and returns its ClusterIP and the step that deletes it; a target the test
+// has not deleted is deleted when t ends.
+func createTarget(ctx context.Context, t *testing.T, cp *harness.ControlPlane, name string) (netip.Addr, func()) {
+	t.Helper()
+	ip, err := e2e.CreateDistributionTarget(ctx, cp, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	t.Cleanup(func() {
+		if !deleted {
+			_ = e2e.DeleteTarget(context.Background(), cp, name)
+		}
+	})
+	return ip, func() {
+		t.Helper()
+		if err := e2e.DeleteTarget(ctx, cp, name); err != nil {
+			t.Fatal(err)
+		}
+		deleted = true
 	}
 }
 

@@ -17,13 +17,9 @@ const propagationBound = 5 * time.Second
 // reload. The delay is measured from the moment the apiserver's create call
 // returns to the first DNS answer with the proxy's ClusterIP.
 //
-// The polls go to the hairpin CoreDNS's server block without `cache`. Each
-// name is new, but in the stock block the first poll (sent right after the
-// create returns) usually arrives before the watch event: it is answered by
-// the public DNS, and `cache` then keeps that answer for at least its 5 s
-// floor (MINTTL; the public TTL and SOA minimum are lower), however fast the
-// plugin is. TestPropagationThroughTheCacheWaitsForTheCachedAnswer shows
-// that case.
+// The polls go to the hairpin CoreDNS's server block without `cache`, so
+// that the figure is the plugin's alone; the stock block with `cache 30` is
+// as live (TestPropagationANameAskedBeforeItsIngressIsLiveThroughTheCache).
 func TestPropagationNewIngressIsServedWithinMilliseconds(t *testing.T) {
 	ctx, s := startStack(t)
 	const rounds = 10
@@ -51,30 +47,24 @@ func TestPropagationNewIngressIsServedWithinMilliseconds(t *testing.T) {
 	t.Logf("propagation over %d Ingresses: min %s, median %s, max %s", rounds, delays[0], delays[rounds/2], delays[rounds-1])
 }
 
-// A name that was resolved before its Ingress existed keeps the cached
-// public answer until that cache entry expires: cache sits in front of
-// hairpin (plugin.cfg), and CoreDNS's cache holds every answer for at least
-// 5 s. The switch to the proxy therefore takes up to that long, which is the
-// price of the stock `cache 30` and not of the plugin.
-func TestPropagationThroughTheCacheWaitsForTheCachedAnswer(t *testing.T) {
+// A name that was resolved before its Ingress existed is served from the
+// proxy as soon as the watch event arrives, although the stock-shaped
+// block's `cache 30` holds the public answer: hairpin sits in front of cache
+// (plugin.cfg), so a hairpin answer never waits for a cached one to expire.
+// Behind cache this took the cache's 5 s floor (MINTTL).
+func TestPropagationANameAskedBeforeItsIngressIsLiveThroughTheCache(t *testing.T) {
 	ctx, s := startStack(t)
 	const host = "cached.example.com"
 	wantAddrs(t, "before the Ingress", digA(ctx, t, s.HairpinDNS, host), s.LoadBalancerIP)
-	queried := time.Now()
+	created := time.Now()
 	if _, err := e2e.CreateIngress(ctx, s.ControlPlane, "propagation", "cached", host); err != nil {
 		t.Fatal(err)
 	}
-	wait, cancel := context.WithTimeout(ctx, cacheFloor+time.Second)
+	wait, cancel := context.WithDeadline(ctx, created.Add(liveBound))
 	defer cancel()
-	d, err := waitForA(wait, s.HairpinDNS, host, s.ProxyIP, queried)
+	d, err := waitForA(wait, s.HairpinDNS, host, s.ProxyIP, created)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the public answer cached before the Ingress existed still stands in front of the proxy's: %v", err)
 	}
-	t.Logf("cached public answer held for %s after the first query", d)
-	if d < cacheFloor-500*time.Millisecond {
-		t.Errorf("the cached public answer was replaced after %s, before the cache's %s floor: is cache still in front of hairpin?", d, cacheFloor)
-	}
+	t.Logf("served from the proxy %s after the create call, through cache 30", d.Round(time.Millisecond))
 }
-
-// cacheFloor is CoreDNS's cache MINTTL default (dnsutil.MinimalDefaultTTL).
-const cacheFloor = 5 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -38,6 +40,25 @@ type ControlPlaneOptions struct {
 	APIServerFlags map[string][]string
 	// StartTimeout bounds the start of each component. Default: 60s.
 	StartTimeout time.Duration
+
+	// Netns, when set, runs etcd and kube-apiserver inside that network
+	// namespace, as a control-plane node runs them on its host network:
+	// kube-apiserver listens on every address there, so Pods reach it
+	// through the kubernetes Service and it reaches Pods (pod proxy, logs).
+	// The test process reaches both through forwarders on the same
+	// loopback ports of its own namespace, so Config, Kubeconfig and
+	// envtest work unchanged.
+	Netns *netns.NS
+	// ServiceCIDR is the Service cluster IP range. Default: [ServiceCIDR].
+	ServiceCIDR netip.Prefix
+	// AdvertiseAddress is the apiserver address the kubernetes Service's
+	// endpoints name (with Netns: the node's address).
+	AdvertiseAddress netip.Addr
+	// ServingIPs are further IP addresses the apiserver's serving
+	// certificate is valid for (with Netns: the kubernetes Service's
+	// ClusterIP); the certificate then comes from the harness, and
+	// [ControlPlane.CAFile] holds its CA.
+	ServingIPs []netip.Addr
 }
 
 // ControlPlane is a running kube-apiserver and etcd (envtest), with an admin
@@ -54,6 +75,15 @@ type ControlPlane struct {
 	Kubeconfig string
 	// Dir is the control plane's working folder (see ControlPlaneOptions.Dir).
 	Dir string
+	// CAFile is the PEM file of the CA that signed the apiserver's serving
+	// certificate, when the harness made it (ControlPlaneOptions.ServingIPs),
+	// for kube-controller-manager's --root-ca-file.
+	CAFile string
+	// ServiceAccountKeyFile is the private key the apiserver signs
+	// service-account tokens with.
+	ServiceAccountKeyFile string
+
+	forwarders []*netns.Forwarder
 
 	ownDir  bool
 	logs    []*os.File
@@ -123,6 +153,7 @@ func StartControlPlane(opts ControlPlaneOptions) (_ *ControlPlane, retErr error)
 	}
 	defer func() {
 		if retErr != nil {
+			cp.closeForwarders()
 			cp.closeLogs()
 			if cp.ownDir {
 				os.RemoveAll(cp.Dir)
@@ -146,8 +177,28 @@ func StartControlPlane(opts ControlPlaneOptions) (_ *ControlPlane, retErr error)
 		return nil, err
 	}
 	apiserver := &envtest.APIServer{CertDir: certDir, Out: apiLog, Err: apiLog}
+	etcd := &envtest.Etcd{Out: etcdLog, Err: etcdLog}
 	flags := apiserver.Configure()
-	flags.Set("service-cluster-ip-range", ServiceCIDR.String())
+	serviceCIDR := ServiceCIDR
+	if opts.ServiceCIDR.IsValid() {
+		serviceCIDR = opts.ServiceCIDR
+	}
+	flags.Set("service-cluster-ip-range", serviceCIDR.String())
+	if opts.AdvertiseAddress.IsValid() {
+		flags.Set("advertise-address", opts.AdvertiseAddress.String())
+	}
+	if len(opts.ServingIPs) > 0 {
+		if err := cp.servingCert(apiserver, certDir, opts); err != nil {
+			return nil, err
+		}
+	}
+	cp.ServiceAccountKeyFile = filepath.Join(certDir, "sa-signer.key")
+	assets := opts.AssetsDir
+	if opts.Netns != nil {
+		if assets, err = cp.inNamespace(opts.Netns, assets, apiserver, etcd); err != nil {
+			return nil, err
+		}
+	}
 	for name, values := range opts.APIServerFlags {
 		flags.Set(name, values...)
 	}
@@ -162,10 +213,10 @@ func StartControlPlane(opts ControlPlaneOptions) (_ *ControlPlane, retErr error)
 	}
 
 	cp.Env = &envtest.Environment{
-		BinaryAssetsDirectory: opts.AssetsDir,
+		BinaryAssetsDirectory: assets,
 		ControlPlane: envtest.ControlPlane{
 			APIServer: apiserver,
-			Etcd:      &envtest.Etcd{Out: etcdLog, Err: etcdLog},
+			Etcd:      etcd,
 		},
 		CRDDirectoryPaths:        crdDirs,
 		ErrorIfCRDPathMissing:    true,
@@ -325,6 +376,7 @@ func (cp *ControlPlane) Stop() error {
 	if err := cp.Env.Stop(); err != nil {
 		errs = append(errs, fmt.Errorf("stop control plane: %w", err))
 	}
+	cp.closeForwarders()
 	cp.closeLogs()
 	if cp.ownDir {
 		if err := os.RemoveAll(cp.Dir); err != nil {

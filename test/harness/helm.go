@@ -58,17 +58,23 @@ func (h *Helm) Run(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.Bin, args...)
-	cmd.Env = append(os.Environ(),
-		"HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(h.home, "data"),
-	)
+	cmd.Env = append(os.Environ(), h.Env()...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
+}
+
+// Env is the environment that gives helm h's private cache, config and
+// data folders, for a command that runs helm itself (`make release`).
+func (h *Helm) Env() []string {
+	return []string{
+		"HELM_CACHE_HOME=" + filepath.Join(h.home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(h.home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(h.home, "data"),
+	}
 }
 
 // MustRun is Run that fails t on error.

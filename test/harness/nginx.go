@@ -87,6 +87,16 @@ type Nginx struct {
 	ConfigPath, AccessLogPath, ErrorLogPath string
 }
 
+// NginxLogFormat is the nginx log_format directive named "hairpin": one JSON
+// object per request, which [AccessLogEntry] parses.
+const NginxLogFormat = `log_format hairpin escape=json '{"time":"$time_iso8601",'
+        '"proxy_protocol_addr":"$proxy_protocol_addr","proxy_protocol_port":"$proxy_protocol_port",'
+        '"proxy_protocol_server_addr":"$proxy_protocol_server_addr","proxy_protocol_server_port":"$proxy_protocol_server_port",'
+        '"remote_addr":"$remote_addr","remote_port":"$remote_port","realip_remote_addr":"$realip_remote_addr",'
+        '"server_addr":"$server_addr","server_port":"$server_port",'
+        '"host":"$host","ssl_server_name":"$ssl_server_name","scheme":"$scheme",'
+        '"request":"$request","status":"$status","bytes_sent":"$bytes_sent"}';`
+
 // AccessLogEntry is one line of the access log (nginx variables, as strings).
 type AccessLogEntry struct {
 	Time                    string `json:"time"`
@@ -154,7 +164,7 @@ func StartNginx(t testing.TB, opts NginxOptions) *Nginx {
 	if opts.ErrorLogLevel == "" {
 		opts.ErrorLogLevel = "notice"
 	}
-	if err := nginxConf.Execute(&conf, map[string]any{"N": n, "Workers": opts.Workers, "ErrorLogLevel": opts.ErrorLogLevel}); err != nil {
+	if err := nginxConf.Execute(&conf, map[string]any{"N": n, "LogFormat": NginxLogFormat, "Workers": opts.Workers, "ErrorLogLevel": opts.ErrorLogLevel}); err != nil {
 		t.Fatalf("harness: nginx config: %v", err)
 	}
 	if err := os.WriteFile(n.ConfigPath, conf.Bytes(), 0o644); err != nil {
@@ -211,6 +221,12 @@ func (n *Nginx) AccessLog() ([]AccessLogEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nginx access log: %w", err)
 	}
+	return ParseAccessLog(b)
+}
+
+// ParseAccessLog parses an access log written with [NginxLogFormat], one
+// entry per line.
+func ParseAccessLog(b []byte) ([]AccessLogEntry, error) {
 	var entries []AccessLogEntry
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -329,13 +345,7 @@ http {
     uwsgi_temp_path {{.N.Dir}}/tmp/uwsgi;
     scgi_temp_path {{.N.Dir}}/tmp/scgi;
 
-    log_format hairpin escape=json '{"time":"$time_iso8601",'
-        '"proxy_protocol_addr":"$proxy_protocol_addr","proxy_protocol_port":"$proxy_protocol_port",'
-        '"proxy_protocol_server_addr":"$proxy_protocol_server_addr","proxy_protocol_server_port":"$proxy_protocol_server_port",'
-        '"remote_addr":"$remote_addr","remote_port":"$remote_port","realip_remote_addr":"$realip_remote_addr",'
-        '"server_addr":"$server_addr","server_port":"$server_port",'
-        '"host":"$host","ssl_server_name":"$ssl_server_name","scheme":"$scheme",'
-        '"request":"$request","status":"$status","bytes_sent":"$bytes_sent"}';
+    {{.LogFormat}}
     access_log {{.N.AccessLogPath}} hairpin;
 
     # What ingress-nginx renders for use-proxy-protocol: "true".

@@ -48,7 +48,8 @@ func StartProcess(t testing.TB, name, path string, args ...string) *Process {
 }
 
 // StartCmd is [StartProcess] for a prepared command, e.g. with Env or Dir set.
-// Stdout, Stderr and SysProcAttr are overwritten.
+// Stdout and Stderr are overwritten; SysProcAttr is kept (e.g. Chroot and
+// Credential) and gains Setpgid and Pdeathsig.
 func StartCmd(t testing.TB, name string, cmd *exec.Cmd) *Process {
 	t.Helper()
 	p, err := startCmd(t, name, cmd)
@@ -70,7 +71,10 @@ func startCmd(t testing.TB, name string, cmd *exec.Cmd) (*Process, error) {
 	// Own process group, so that Stop reaches grandchildren too; Pdeathsig,
 	// so that the kernel kills the child if the test binary dies without
 	// running cleanups (e.g. the -timeout panic).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		f.Close()

@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,14 +38,7 @@ const (
 )
 
 // repoDir returns the repository's root folder.
-func repoDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test source")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+func repoDir(t testing.TB) string { return harness.RepoDir(t) }
 
 // chartDir returns the chart's folder.
 func chartDir(t testing.TB) string { return filepath.Join(repoDir(t), "manifests", "coredns-hairpin") }
@@ -76,9 +68,9 @@ const defaultZones = `targets.ingress-nginx.zones=["example.com"]`
 
 // valuesCases returns every values set the chart is checked with: the
 // defaults plus zones, every examples/*.yaml, every plain-manifest render
-// (manifests/rendered/NAME/values.yaml on top of the cluster base), and
+// (manifests/rendered/NAME/values.yaml on top of the cluster base),
 // testdata/every-option.yaml, which turns on everything that is off by
-// default.
+// default, and the chart's ci/*-values.yaml.
 func valuesCases(t testing.TB) []valuesCase {
 	t.Helper()
 	root := repoDir(t)
@@ -99,6 +91,14 @@ func valuesCases(t testing.TB) []valuesCase {
 		cases = append(cases, valuesCase{name: "rendered/" + filepath.Base(filepath.Dir(v)), values: []string{base, v}})
 	}
 	cases = append(cases, valuesCase{name: "every-option", values: []string{filepath.Join(root, "test", "manifests", "testdata", "every-option.yaml")}})
+	// chart-testing's cases (ct lint, ct install), shipped in the chart.
+	ci, err := filepath.Glob(filepath.Join(chartDir(t), "ci", "*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ci {
+		cases = append(cases, valuesCase{name: "ci/" + filepath.Base(c), values: []string{c}})
+	}
 	return cases
 }
 

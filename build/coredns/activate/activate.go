@@ -64,10 +64,22 @@ type Block struct {
 	Kubeconfig []string
 }
 
+// Options change the hairpin stanza that Transform adds.
+type Options struct {
+	// Targets is the namespace the added stanza discovers targets in
+	// (`targets NAMESPACE`); empty leaves the plugin's default.
+	Targets string
+}
+
 // Transform returns the Corefile with hairpin activated where it applies.
 // filename is the Corefile's path: caddy resolves relative imports against
 // it. Transform never fails; every way of not activating is in the Result.
 func Transform(filename string, src []byte) Result {
+	return Options{}.Transform(filename, src)
+}
+
+// Transform is the package's Transform, adding the stanza that o describes.
+func (o Options) Transform(filename string, src []byte) Result {
 	res := Result{Corefile: src}
 	toks := lex(src)
 	written, ok := serverBlocks(toks)
@@ -111,7 +123,7 @@ func Transform(filename string, src []byte) Result {
 		if !ok {
 			return ""
 		}
-		return stanza(b.Kubeconfig)
+		return stanza(b.Kubeconfig, o.Targets)
 	})
 	for i := range written {
 		if b, ok := selected[i]; ok {
@@ -168,18 +180,25 @@ func probeIndex(sb caddyfile.ServerBlock) (int, bool) {
 }
 
 // stanza is the hairpin directive to add: bare (target discovery in the
-// plugin's default namespace, in-cluster credentials), or with the
-// kubernetes plugin's kubeconfig when that stanza names one, so that both
-// plugins read the same API server.
-func stanza(kubeconfig []string) string {
-	if len(kubeconfig) == 0 {
+// plugin's default namespace, in-cluster credentials), or with the targets
+// namespace it was given, and with the kubernetes plugin's kubeconfig when
+// that stanza names one, so that both plugins read the same API server.
+func stanza(kubeconfig []string, targets string) string {
+	var lines []string
+	if len(kubeconfig) > 0 {
+		args := make([]string, len(kubeconfig))
+		for i, a := range kubeconfig {
+			args[i] = quote(a)
+		}
+		lines = append(lines, "kubeconfig "+strings.Join(args, " "))
+	}
+	if targets != "" {
+		lines = append(lines, "targets "+quote(targets))
+	}
+	if len(lines) == 0 {
 		return Directive
 	}
-	args := make([]string, len(kubeconfig))
-	for i, a := range kubeconfig {
-		args[i] = quote(a)
-	}
-	return Directive + " {\n        kubeconfig " + strings.Join(args, " ") + "\n    }"
+	return Directive + " {\n        " + strings.Join(lines, "\n        ") + "\n    }"
 }
 
 // kubeconfigArgs returns the arguments of `kubeconfig` directly inside the

@@ -356,3 +356,39 @@ func countDirective(toks []caddyfile.Token) int {
 func sameTexts(a, b []caddyfile.Token) bool {
 	return slices.EqualFunc(a, b, func(x, y caddyfile.Token) bool { return x.Text == y.Text && x.File == y.File })
 }
+
+// TestTransformWithTargets: the added stanza discovers the targets in the
+// namespace it is given, next to a kubeconfig when the kubernetes plugin
+// names one; a Corefile that names hairpin is still used as written.
+func TestTransformWithTargets(t *testing.T) {
+	for _, tc := range []struct {
+		name, corefile, want string
+	}{
+		{
+			name:     "targets namespace",
+			corefile: ".:53 {\n    kubernetes cluster.local\n}\n",
+			want:     ".:53 { hairpin {\n        targets edge\n    }\n    kubernetes cluster.local\n}\n",
+		},
+		{
+			name:     "targets namespace and kubeconfig",
+			corefile: ".:53 {\n    kubernetes cluster.local {\n        kubeconfig /k/config\n    }\n}\n",
+			want:     ".:53 { hairpin {\n        kubeconfig /k/config\n        targets edge\n    }\n    kubernetes cluster.local {\n        kubeconfig /k/config\n    }\n}\n",
+		},
+		{
+			name:     "explicit hairpin is kept",
+			corefile: ".:53 {\n    hairpin\n    kubernetes cluster.local\n}\n",
+			want:     ".:53 {\n    hairpin\n    kubernetes cluster.local\n}\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := corefileIn(t, tc.corefile, nil)
+			res := Options{Targets: "edge"}.Transform(path, []byte(tc.corefile))
+			if got := string(res.Corefile); got != tc.want {
+				t.Errorf("Corefile:\n%s\nwant:\n%s", got, tc.want)
+			}
+			if _, err := caddyfile.Parse(path, bytes.NewReader(res.Corefile), nil); err != nil {
+				t.Errorf("the result does not parse: %v", err)
+			}
+		})
+	}
+}

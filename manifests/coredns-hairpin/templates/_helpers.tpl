@@ -1,6 +1,7 @@
 {{/*
-The keys of DESIGN.md's "Targets" table: the plugin discovers Services with
-this label in the release namespace, and reads these annotations.
+The target keys of the hairpin plugin (plugin/hairpin/README.md, "Targets"):
+it discovers Services with this label in its targets namespace, and reads
+these annotations.
 */}}
 {{- define "hairpin.targetKey" -}}hairpin.coredns-hairpin.io/target{{- end }}
 {{- define "hairpin.annotationPrefix" -}}hairpin.coredns-hairpin.io/{{- end }}
@@ -29,15 +30,16 @@ NetworkPolicies written for it apply unchanged. */}}
 k8s-app: kube-dns
 {{- end }}
 
-{{/* hairpin.image: REPOSITORY:TAG or REPOSITORY@DIGEST of (list IMAGE $). */}}
+{{/*
+hairpin.image: REPOSITORY:TAG of (list IMAGE $), TAG defaulting to the
+chart's appVersion, and REPOSITORY:TAG@DIGEST when a digest is set: the
+runtime pulls by the digest, and the tag stays for the people reading it.
+*/}}
 {{- define "hairpin.image" -}}
 {{- $img := index . 0 -}}
 {{- $root := index . 1 -}}
-{{- if $img.digest -}}
-{{ $img.repository }}@{{ $img.digest }}
-{{- else -}}
 {{ $img.repository }}:{{ $img.tag | default $root.Chart.AppVersion }}
-{{- end -}}
+{{- with $img.digest }}@{{ . }}{{ end -}}
 {{- end }}
 
 {{/*

@@ -1,0 +1,77 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+)
+
+// podNetwork is a Pod's network namespace and veth, ptp-CNI style.
+type podNetwork struct {
+	ns       *netns.NS
+	ip       netip.Addr
+	hostVeth string // in the node's namespace
+	owned    bool   // false for hostNetwork Pods, which use the node's
+}
+
+// setUpNetwork creates the Pod's namespace with eth0 = ip/32 and a default
+// route via the gateway, and in the node's namespace the host end with the
+// gateway as /32 and a /32 route to ip. Nothing is left on failure.
+func (n *Node) setUpNetwork(uid string, ip netip.Addr) (_ *podNetwork, retErr error) {
+	ns, err := netns.New("pod-" + shortID(uid, 8))
+	if err != nil {
+		return nil, err
+	}
+	pn := &podNetwork{ns: ns, ip: ip, hostVeth: "veth" + shortID(uid, 11), owned: true}
+	defer func() {
+		if retErr != nil {
+			_ = pn.tearDown()
+		}
+	}()
+	gw := gateway(n.cfg.PodCIDR)
+	if err := netns.Veth(ns, "eth0", n.cfg.NodeNS, pn.hostVeth); err != nil {
+		return nil, err
+	}
+	steps := []struct {
+		ns   *netns.NS
+		args []string
+	}{
+		{ns, []string{"addr", "add", netip.PrefixFrom(ip, 32).String(), "dev", "eth0"}},
+		{ns, []string{"route", "add", gw.String(), "dev", "eth0", "scope", "link"}},
+		{ns, []string{"route", "add", "default", "via", gw.String(), "dev", "eth0", "onlink"}},
+		{n.cfg.NodeNS, []string{"addr", "add", netip.PrefixFrom(gw, 32).String(), "dev", pn.hostVeth}},
+		{n.cfg.NodeNS, []string{"route", "add", netip.PrefixFrom(ip, 32).String(), "dev", pn.hostVeth, "scope", "link", "src", n.cfg.NodeIP.String()}},
+	}
+	for _, s := range steps {
+		if _, err := s.ns.IP(s.args...); err != nil {
+			return nil, err
+		}
+	}
+	return pn, nil
+}
+
+// hostNetwork is the node's own namespace, for hostNetwork Pods.
+func (n *Node) hostNetwork() *podNetwork {
+	return &podNetwork{ns: n.cfg.NodeNS, ip: n.cfg.NodeIP}
+}
+
+// tearDown deletes the namespace, which takes the veth pair, its routes and
+// every process left inside with it.
+func (pn *podNetwork) tearDown() error {
+	if !pn.owned {
+		return nil
+	}
+	if err := pn.ns.Close(); err != nil {
+		return fmt.Errorf("pod network %s: %w", pn.ip, err)
+	}
+	return nil
+}
+
+// shortID is a stable hex name of n characters for id.
+func shortID(id string, n int) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])[:n]
+}
