@@ -68,8 +68,12 @@ func managedDNS(f *Facts) []Check {
 	}
 	var out []Check
 	for _, m := range f.ManagedDNS {
+		page := "install/managed.md"
+		if m.Anchor != "" {
+			page += "#" + m.Anchor
+		}
 		out = append(out, newCheck(idManagedDNS, Warn, "the cluster DNS is managed by %s (%s on %s): an image set on it may be put back", m.Provider, m.Evidence, m.Object).on(m.Object).
-			hint("see what works on %s: %s", m.Provider, DocsPage("install/managed.md#"+m.Anchor)))
+			hint("see what works on %s: %s", m.Provider, DocsPage(page)))
 	}
 	return out
 }

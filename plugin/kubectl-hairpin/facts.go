@@ -155,7 +155,7 @@ type Managed struct {
 	Provider string
 	// Evidence says what showed it.
 	Evidence string
-	// Anchor is the section of docs/install/managed.md.
+	// Anchor is the section of docs/install/managed.md; "" for the page.
 	Anchor string
 	Object string
 }

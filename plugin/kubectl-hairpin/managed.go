@@ -15,7 +15,7 @@ var managedMarks = []struct {
 }{
 	{"EKS", "eks.amazonaws.com/component", "", "eks"},
 	{"AKS", "kubernetes.azure.com/managedby", "aks", "aks"},
-	{"an addon manager", "addonmanager.kubernetes.io/mode", "Reconcile", "managed-clouds-eks-gke-aks"},
+	{"an addon manager", "addonmanager.kubernetes.io/mode", "Reconcile", ""}, // the page as a whole
 }
 
 // findManagedDNS looks for those marks on the kube-dns Service, its pods and
