@@ -23,7 +23,7 @@ ACTIONLINT = $(shell build/tools.sh --actionlint)
 
 all: build
 
-build: $(BIN)/coredns $(BIN)/hairpin-proxy
+build: $(BIN)/coredns $(BIN)/hairpin-proxy $(BIN)/kubectl-hairpin
 
 generate:
 	cd build/coredns && go generate
@@ -33,6 +33,10 @@ $(BIN)/coredns: $(GO_SOURCES)
 
 $(BIN)/hairpin-proxy: $(GO_SOURCES)
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./proxy/cmd/hairpin-proxy
+
+# `kubectl hairpin check` once bin/ is on PATH.
+$(BIN)/kubectl-hairpin: $(GO_SOURCES)
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./plugin/kubectl-hairpin/cmd/kubectl-hairpin
 
 tools:
 	build/tools.sh

@@ -1,0 +1,197 @@
+package kubectlhairpin
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+
+	core "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// metricUpstreamUp is the proxy's per-route health (proxy/metrics.go).
+const metricUpstreamUp = "hairpin_proxy_upstream_up"
+
+// checkTargets judges every target Service: its annotations, zones,
+// address, ready proxy endpoints, and each route's upstream health as the
+// proxy pods report it.
+func checkTargets(f *Facts) []Check {
+	ns := f.Options.TargetsNamespace
+	if !f.TargetsRead {
+		return []Check{newCheck(idTargetsFound, Warn, "targets were not checked: the Services in %s could not be listed", ns).hint("see cluster-access")}
+	}
+	if len(f.Targets) == 0 {
+		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, hairpin.TargetLabel)
+		needing := 0
+		for _, ctrl := range f.Controllers {
+			if judgeLBs(ctrl.LBs).needed {
+				needing++
+			}
+		}
+		if needing > 0 {
+			c.Status = Fail
+			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, hairpin.TargetLabel, plural(needing, "controller requires", "controllers require"))
+		}
+		return []Check{c.hint("install the chart: helm install hairpin manifests/coredns-hairpin -n %s --create-namespace --set-json 'targets.ingress-nginx.zones=[\"example.com\"]'; or pass --namespace where it is installed", ns)}
+	}
+	var names []string
+	for _, t := range f.Targets {
+		names = append(names, t.Service.Name)
+	}
+	out := []Check{newCheck(idTargetsFound, OK, "%s in %s: %s", plural(len(f.Targets), "target", "targets"), ns, strings.Join(names, ", "))}
+	for _, t := range f.Targets {
+		out = append(out, targetAnnotations(t), targetZones(f, t), targetAddress(t))
+		if t.EndpointsRead {
+			out = append(out, targetEndpoints(f, t))
+			out = append(out, proxyUpstreams(f, t)...)
+		}
+	}
+	return out
+}
+
+func targetName(t TargetFacts) string { return t.Service.Namespace + "/" + t.Service.Name }
+
+// The chart's key of each annotation (targets.NAME.KEY).
+var chartKeys = []struct{ annotation, key string }{
+	{hairpin.ZonesAnnotation, "zones"},
+	{hairpin.IngressClassesAnnotation, "ingressClasses"},
+	{hairpin.GatewayClassesAnnotation, "gatewayClasses"},
+	{hairpin.GatewaysAnnotation, "gateways"},
+}
+
+func targetAnnotations(t TargetFacts) Check {
+	name := targetName(t)
+	obj := serviceObject(t.Service)
+	if t.Err != nil && !errors.Is(t.Err, hairpin.ErrNoZones) {
+		key := "zones, ingressClasses, gatewayClasses or gateways"
+		for _, k := range chartKeys {
+			if strings.Contains(t.Err.Error(), k.annotation) {
+				key = k.key
+			}
+		}
+		return newCheck(idTargetAnnotations, Fail, "target %s is disabled: %v", name, t.Err).on(obj).
+			hint("fix targets.%s.%s in the chart's values (items are comma-separated DNS names; gateways are namespace/name)", chartName(name), key)
+	}
+	s := t.Spec
+	if len(s.IngressClasses)+len(s.GatewayClasses)+len(s.Gateways) == 0 {
+		return newCheck(idTargetAnnotations, Warn, "target %s selects nothing: it names no ingress class, GatewayClass or Gateway", name).on(obj).
+			hint("set targets.%s.ingressClasses, gatewayClasses or gateways", chartName(name))
+	}
+	var parts []string
+	for _, p := range []struct {
+		what string
+		list []string
+	}{{"ingress classes", s.IngressClasses}, {"gateway classes", s.GatewayClasses}, {"gateways", s.Gateways}} {
+		if len(p.list) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.list, ","))
+		}
+	}
+	return newCheck(idTargetAnnotations, OK, "target %s selects %s", name, strings.Join(parts, "; ")).on(obj)
+}
+
+func targetZones(f *Facts, t TargetFacts) Check {
+	name := targetName(t)
+	obj := serviceObject(t.Service)
+	switch {
+	case errors.Is(t.Err, hairpin.ErrNoZones):
+		zones := suggestZones(f, func(o HostObject) bool { return specNames(t.Spec, o.IngressClass, o.Gateway) })
+		return newCheck(idTargetZones, Fail, "target %s has no zones and serves nothing", name).on(obj).
+			hint("set the zones it may answer (the hosts it selects are in %s): --set-json 'targets.%s.zones=%s'", strings.Join(zones, ", "), chartName(name), jsonList(zones))
+	case t.Err != nil:
+		return newCheck(idTargetZones, Fail, "target %s serves nothing: its annotations do not parse (see target-annotations)", name).on(obj).
+			hint("fix targets.%s in the chart's values", chartName(name))
+	case slices.Contains(t.Spec.Zones, "."):
+		return newCheck(idTargetZones, Warn, "target %s may answer every name (zone \".\"): the hijack guard is off, an Ingress for any domain is answered", name).on(obj).
+			hint("name your own zones: --set-json 'targets.%s.zones=[\"example.com\"]'", chartName(name))
+	}
+	return newCheck(idTargetZones, OK, "target %s may answer zones %s", name, strings.Join(hostNames(t.Spec.Zones), ", ")).on(obj)
+}
+
+func targetAddress(t TargetFacts) Check {
+	name := targetName(t)
+	obj := serviceObject(t.Service)
+	ips := t.Service.Spec.ClusterIPs
+	if len(ips) == 0 && t.Service.Spec.ClusterIP != "" {
+		ips = []string{t.Service.Spec.ClusterIP}
+	}
+	if len(ips) == 0 || slices.Contains(ips, core.ClusterIPNone) {
+		return newCheck(idTargetAddress, Fail, "target %s has no ClusterIP (headless or not allocated): its hosts pass through", name).on(obj).
+			hint("a target must be a ClusterIP Service with an address, as the chart renders it: kubectl -n %s get svc %s -o wide", t.Service.Namespace, t.Service.Name)
+	}
+	return newCheck(idTargetAddress, OK, "target %s answers with %s", name, strings.Join(ips, ", ")).on(obj)
+}
+
+func targetEndpoints(f *Facts, t TargetFacts) Check {
+	name := targetName(t)
+	obj := serviceObject(t.Service)
+	if t.ReadyEndpoints == 0 {
+		return newCheck(idTargetEndpoints, Fail, "target %s has no ready proxy endpoint (%d not ready): connections to its hosts are refused", name, t.Endpoints).on(obj).
+			hint("kubectl -n %s get pods -l app.kubernetes.io/name=hairpin-proxy; kubectl -n %s describe deploy/hairpin-proxy (proxy.replicas, proxy.image)", f.Options.TargetsNamespace, f.Options.TargetsNamespace)
+	}
+	return newCheck(idTargetEndpoints, OK, "target %s has %s", name, plural(t.ReadyEndpoints, "ready proxy endpoint", "ready proxy endpoints")).on(obj)
+}
+
+// proxyUpstreams judges each port's route from every ready proxy pod's
+// hairpin_proxy_upstream_up.
+func proxyUpstreams(f *Facts, t TargetFacts) []Check {
+	if len(t.Proxies) == 0 {
+		return nil
+	}
+	name := targetName(t)
+	var out []Check
+	for _, p := range t.Service.Spec.Ports {
+		var up, down, unknown, unread, objects []string
+		route := proxyRoute{}
+		forbidden := false
+		for _, pf := range t.Proxies {
+			objects = append(objects, podObject(pf.Pod))
+			r := routeOf(pf.Pod, t.Service, p)
+			if route.name == "" || route.upstream == "" {
+				route = r
+			}
+			if pf.Err != nil {
+				unread = append(unread, fmt.Sprintf("%s: %v", pf.Pod.Name, pf.Err))
+				forbidden = forbidden || apierrors.IsForbidden(pf.Err)
+				continue
+			}
+			v, ok := pf.Metrics.Sum(metricUpstreamUp, "route", r.name)
+			switch {
+			case !ok:
+				unknown = append(unknown, pf.Pod.Name)
+			case v >= 1:
+				up = append(up, pf.Pod.Name)
+			default:
+				down = append(down, pf.Pod.Name)
+			}
+		}
+		upstream := route.upstream
+		if upstream == "" {
+			upstream = "its upstream"
+		}
+		chart := chartName(name)
+		c := newCheck(idProxyUpstream, OK, "route %s of target %s: the proxy reaches %s (%d/%d pods)", route.name, name, upstream, len(up), len(t.Proxies)).on(serviceObject(t.Service)).on(objects...)
+		switch {
+		case len(down) > 0:
+			c.Status = Fail
+			c.Message = fmt.Sprintf("route %s of target %s: the proxy cannot reach %s (down in %s)", route.name, name, upstream, listed(down))
+			c = c.hint("check targets.%s.upstream.namespace, .name and .ports (the proxy dials NAME.NAMESPACE.svc.CLUSTERDOMAIN:PORT) and the NetworkPolicies of the upstream's namespace; kubectl -n %s logs %s shows the dial errors", chart, f.Options.TargetsNamespace, down[0])
+		case len(unknown) > 0:
+			c.Status = Fail
+			c.Message = fmt.Sprintf("route %s of target %s: proxy pod %s has no such route, so port %s of the target leads nowhere", route.name, name, listed(unknown), p.Name)
+			c = c.hint("the chart renders the target's ports and the proxy's --route flags from the same targets.%s.upstream.ports; helm upgrade again if the manifests were edited by hand", chart)
+		case len(up) == 0 && forbidden:
+			c.Status = Warn
+			c.Message = fmt.Sprintf("route %s of target %s: not checked, may not read the proxy's metrics (get pods/proxy in %s is forbidden)", route.name, name, f.Options.TargetsNamespace)
+			c = c.hint("grant get on pods/proxy in %s, or kubectl -n %s port-forward deploy/hairpin-proxy %d & curl -s 'localhost:%d/readyz?verbose'", f.Options.TargetsNamespace, f.Options.TargetsNamespace, healthPort, healthPort)
+		case len(up) == 0:
+			c.Status = Warn
+			c.Message = fmt.Sprintf("route %s of target %s: not checked, the proxy's metrics could not be read: %s", route.name, name, listed(unread))
+			c = c.hint("kubectl -n %s port-forward deploy/hairpin-proxy %d & curl -s 'localhost:%d/readyz?verbose'", f.Options.TargetsNamespace, healthPort, healthPort)
+		}
+		out = append(out, c)
+	}
+	return out
+}
