@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -77,6 +78,19 @@ func story(t *testing.T, mode string) {
 		}
 	})
 
+	step("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {
+		r := check(ctx, t, e)
+		if r.Exit != 1 {
+			t.Errorf("kubectl hairpin check exited %d before the install; want 1\n%s", r.Exit, r.Table)
+		}
+		fails := r.Failed("ingress-class-target")
+		for _, ic := range dataplane.Controllers {
+			if !dataplane.Mentions(fails, ic.Class) {
+				t.Errorf("no failed ingress-class-target names class %s: %+v\n%s", ic.Class, fails, r.Table)
+			}
+		}
+	})
+
 	step("InstallChart", func(t *testing.T) {
 		out, err := e.Install(ctx, t)
 		if err != nil {
@@ -129,6 +143,20 @@ func story(t *testing.T, mode string) {
 		}
 	})
 
+	step("CheckPassesAfterInstall", func(t *testing.T) {
+		var r *dataplane.CheckReport
+		// CoreDNS's metrics follow the install within its watch events.
+		if err := harness.Poll(ctx, func(ctx context.Context) error {
+			r = check(ctx, t, e)
+			if r.Exit != 0 {
+				return fmt.Errorf("exit %d", r.Exit)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("kubectl hairpin check after the install: %v\n%s", err, r.Table)
+		}
+	})
+
 	step("IPModeProxyGoesThroughTheLoadBalancer", func(t *testing.T) {
 		if err := e.SetIPMode(ctx, tenant, corev1.LoadBalancerIPModeProxy); err != nil {
 			t.Fatal(err)
@@ -156,6 +184,35 @@ func story(t *testing.T, mode string) {
 		rootURL := "http://" + root.LBIP.String() + "/"
 		if out, _, err := e.Node.Exec(ctx, "default", "client", "client", "curl", "-sS", "--max-time", "3", "-H", "Host: "+root.Hosts[0], rootURL); err == nil {
 			t.Errorf("%s (ipMode VIP) answered a headerless request: %q", root.LBIP, out)
+		}
+	})
+
+	step("CheckSaysTheProxyModeControllerNeedsNoTarget", func(t *testing.T) {
+		r := check(ctx, t, e)
+		if r.Exit != 0 {
+			t.Errorf("exit %d with ipMode Proxy; a needless target is a warning\n%s", r.Exit, r.Table)
+		}
+		if w := r.Warned("target-unnecessary"); !dataplane.Mentions(w, tenant.Namespace) {
+			t.Errorf("no target-unnecessary warning names %s: %+v\n%s", tenant.Namespace, w, r.Table)
+		}
+	})
+
+	step("CheckFailsWithTheHintWhenATargetsZonesBreak", func(t *testing.T) {
+		restore := breakZones(ctx, t, e, root.Namespace)
+		defer restore()
+		var r *dataplane.CheckReport
+		if err := harness.Poll(ctx, func(ctx context.Context) error {
+			r = check(ctx, t, e)
+			if r.Exit != 1 || len(r.Failed("target-zones")) == 0 {
+				return fmt.Errorf("exit %d, target-zones %+v", r.Exit, r.Failed("target-zones"))
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("kubectl hairpin check with the zones broken: %v\n%s", err, r.Table)
+		}
+		want := "targets." + root.Namespace + ".zones"
+		if f := r.Failed("target-zones"); !strings.Contains(f[0].Hint, want) {
+			t.Errorf("the hint %q does not name the chart value %s", f[0].Hint, want)
 		}
 	})
 
@@ -197,6 +254,42 @@ func story(t *testing.T, mode string) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// check runs kubectl hairpin check and fails t if it could not run.
+func check(ctx context.Context, t *testing.T, e *dataplane.Env) *dataplane.CheckReport {
+	t.Helper()
+	r, err := e.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// breakZones empties the zones annotation of target name, as a bad edit
+// would, and returns what puts it back.
+func breakZones(ctx context.Context, t *testing.T, e *dataplane.Env, name string) func() {
+	t.Helper()
+	const key = "hairpin.coredns-hairpin.io/zones"
+	svcs := e.CP.Clientset.CoreV1().Services(dataplane.TargetNamespace)
+	svc, err := svcs.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := svc.Annotations[key]
+	patch := func(v string) error {
+		body := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, v)
+		_, err := svcs.Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		return err
+	}
+	if err := patch(""); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := patch(old); err != nil {
+			t.Errorf("restore the zones of %s: %v", name, err)
+		}
+	}
 }
 
 func podReady(p *corev1.Pod) bool {

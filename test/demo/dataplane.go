@@ -137,7 +137,27 @@ func (st *story) dpBroken(ctx context.Context, _ testing.TB) error {
 	st.cmd("curl http://%s/   # from %s, outside", host, dpcluster.ExternalClientIP)
 	body, err := e.Cluster.Curl(ctx, "http://"+host+"/")
 	st.block(strings.TrimRight(body, "\n"))
-	return err
+	if err != nil {
+		return err
+	}
+	st.note("Our kubectl plugin says what is wrong and what to do:")
+	return st.check(ctx, 1)
+}
+
+// check runs `kubectl hairpin check`, prints its table, and fails unless it
+// exited with want.
+func (st *story) check(ctx context.Context, want int) error {
+	st.cmd("kubectl hairpin check")
+	r, err := st.dp.Check(ctx)
+	if err != nil {
+		return err
+	}
+	st.block(strings.TrimRight(r.Table, "\n"))
+	st.block(fmt.Sprintf("(exit code %d)", r.Exit))
+	if r.Exit != want {
+		return fmt.Errorf("kubectl hairpin check exited %d, want %d", r.Exit, want)
+	}
+	return nil
 }
 
 func (st *story) dpInstall(ctx context.Context, t testing.TB) error {
@@ -190,7 +210,13 @@ func (st *story) dpFixed(ctx context.Context, _ testing.TB) error {
 		}
 	}
 	st.note("The PROXY header carries the client Pod's own address; TLS passed through untouched.")
-	return nil
+	return harness.Poll(ctx, func(ctx context.Context) error {
+		r, err := e.Check(ctx)
+		if err != nil || r.Exit != 0 {
+			return fmt.Errorf("kubectl hairpin check not clean yet: %v", err)
+		}
+		return st.check(ctx, 0)
+	})
 }
 
 func (st *story) dpRerender(ctx context.Context, _ testing.TB) error {
