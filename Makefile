@@ -54,11 +54,15 @@ manifests:
 deps:
 	build/deps.sh
 
-# The fix end to end, for a person to follow: a real control plane, two
-# ingress controllers (nginx as ingress-nginx with use-proxy-protocol), our
-# CoreDNS image with a stock Corefile, `helm install`/`uninstall` of our chart
-# with the real helm, our proxy, dig and curl (test/demo; TestDemoStory runs
-# the same story). DEMO_KEEP=1 keeps the stack running before the uninstall.
+# The fix end to end, for a person to follow, on a one-node cluster with a
+# real dataplane in network namespaces (test/harness/cluster: the control
+# plane, kube-proxy, Pods run from their PodSpec, LoadBalancer IPs behind
+# HAProxy send-proxy): two ingress controllers (nginx as ingress-nginx with
+# use-proxy-protocol), kube-dns on our CoreDNS image with kubeadm's stock
+# Corefile, `helm install`/`uninstall` of our chart with the real helm, dig
+# and curl in a client Pod, `kubectl hairpin check` (test/demo; TestDemoStory
+# runs the same story). Without root it tells the loopback story instead.
+# DEMO_KEEP=1 keeps the cluster running before the uninstall.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
 demo: deps build tools images
 	go build -o $(BIN)/demo ./test/demo
