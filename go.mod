@@ -3,7 +3,6 @@ module github.com/coredns-hairpin/hairpin
 go 1.26.0
 
 require (
-	github.com/cilium/ebpf v0.22.0
 	github.com/coredns/caddy v1.1.4
 	github.com/coredns/coredns v1.15.0
 	github.com/go-logr/logr v1.4.4

@@ -38,12 +38,6 @@ type Config struct {
 	// ReadyInterval is the period of the background upstream TCP check that
 	// drives /readyz.
 	ReadyInterval time.Duration
-	// KernelRelay hands each connection's sockets to the kernel once the
-	// header is written (a BPF sockhash; see internal/sockmap), so payload
-	// bytes never pass through the process. It needs CAP_BPF and
-	// CAP_NET_ADMIN; without them, or without kernel support, Start logs
-	// one line and the userspace relay serves.
-	KernelRelay bool
 }
 
 // Defaults; listen ports stay at or above 1024 so the proxy never needs

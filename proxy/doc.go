@@ -16,8 +16,5 @@
 // each owns the connections it accepts, from accept4 to close, with
 // non-blocking system calls on one edge-triggered epoll instance and no
 // goroutine per connection. A connection's two directions are flows
-// (loop_flow.go); with the in-kernel relay a BPF sockhash moves their bytes
-// instead (loop_kernel.go) and the loop keeps the lifecycle: half-close,
-// the idle timeout, byte accounting, drain and the connection cap are the
-// same on both paths.
+// (loop_flow.go).
 package proxy

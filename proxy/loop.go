@@ -42,12 +42,10 @@ type loop struct {
 
 	listeners []*loopListener
 
-	tick      time.Duration
-	nextTick  time.Time
-	dialing   map[*loopConn]struct{} // connections waiting for connect
-	flushing  map[*loopConn]struct{} // kernel flows waiting for Flushed
-	nextFlush time.Time
-	now       time.Time // the clock, read once per batch
+	tick     time.Duration
+	nextTick time.Time
+	dialing  map[*loopConn]struct{} // connections waiting for connect
+	now      time.Time              // the clock, read once per batch
 
 	mu       sync.Mutex
 	inbox    []func()
@@ -117,10 +115,9 @@ func newLoop(s *Server) (*loop, error) {
 	}
 	l := &loop{
 		srv: s, epfd: epfd, ep: ep, eprc: eprc, wakefd: wakefd,
-		tick:     relayTick(s.cfg.IdleTimeout),
-		dialing:  map[*loopConn]struct{}{},
-		flushing: map[*loopConn]struct{}{},
-		done:     make(chan struct{}),
+		tick:    relayTick(s.cfg.IdleTimeout),
+		dialing: map[*loopConn]struct{}{},
+		done:    make(chan struct{}),
 	}
 	if err := l.ctl(unix.EPOLL_CTL_ADD, wakefd, unix.EPOLLIN, evWake, 0); err != nil {
 		l.closeFDs()
@@ -282,9 +279,6 @@ func (l *loop) deadline() time.Time {
 	if r.Before(next) {
 		r = r.Add(deadlineGrain)
 	}
-	if len(l.flushing) > 0 && l.nextFlush.Before(r) {
-		return l.nextFlush
-	}
 	return r
 }
 
@@ -318,15 +312,6 @@ func (l *loop) timers() {
 		if !li.resume.IsZero() && !l.now.Before(li.resume) {
 			li.resume = time.Time{}
 			_ = l.listen(li)
-		}
-	}
-	if len(l.flushing) > 0 && !l.now.Before(l.nextFlush) {
-		l.nextFlush = l.now.Add(flushPoll)
-		waiting := l.flushing
-		l.flushing = map[*loopConn]struct{}{}
-		for c := range waiting {
-			c.pump(toUp)
-			c.pump(toClient)
 		}
 	}
 	if l.now.Before(l.nextTick) {

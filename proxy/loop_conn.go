@@ -12,8 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
-
-	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
 )
 
 // Sides of a loopConn: fd[client] is the accepted socket, fd[upstream]
@@ -47,8 +45,7 @@ type loopConn struct {
 	cancelDial   context.CancelFunc
 
 	flows     [2]flow
-	pair      *sockmap.Pair // the in-kernel relay's hold on both sockets
-	published [2]int64      // bytes the metrics have seen, per flow
+	published [2]int64 // bytes the metrics have seen, per flow
 	lastMove  time.Time
 	closed    bool
 	failed    bool // a write failed: the connection ends as closedError
@@ -269,9 +266,6 @@ func (c *loopConn) connected() {
 	c.lastMove = c.l.now
 	up := &c.flows[toUp]
 	up.writable = true
-	if c.l.srv.kernel != nil && c.handOver() {
-		return
-	}
 	if up.readable && !c.fill(toUp) {
 		return
 	}
@@ -344,7 +338,7 @@ func (c *loopConn) publish() bool {
 	any := false
 	sinks := [2]prometheus.Counter{c.rs.metrics.bytesToUp, c.rs.metrics.bytesToCli}
 	for d := range c.flows {
-		if n := c.flows[d].moved + c.kernelMoved(d); n != c.published[d] {
+		if n := c.flows[d].moved; n != c.published[d] {
 			sinks[d].Add(float64(n - c.published[d]))
 			c.published[d] = n
 			any = true
@@ -379,11 +373,6 @@ func (c *loopConn) finish(reason string) {
 func (c *loopConn) end(resetClient bool) {
 	c.closed = true
 	delete(c.l.dialing, c)
-	delete(c.l.flushing, c)
-	if c.pair != nil {
-		c.pair.Release()
-		c.pair = nil
-	}
 	if c.cancelDial != nil {
 		c.cancelDial()
 	}

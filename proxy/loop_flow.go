@@ -48,8 +48,6 @@ type flow struct {
 	rdhup    bool // half-close, error or urgent data seen: trust no short read
 	eof      bool // the source reached EOF
 	shut     bool // EOF passed on: the destination is half-closed
-	kernel   bool // the in-kernel relay moves this flow's bytes (loop_kernel.go)
-	held     bool // adopted from the kernel: write only once it has flushed
 
 	moved int64 // payload bytes delivered to the destination
 }
@@ -87,14 +85,10 @@ func (f *flow) release() {
 // or the connection ends.
 func (c *loopConn) pump(d int) {
 	f := &c.flows[d]
-	if f.kernel {
-		c.pumpKernel(d)
-		return
-	}
 	for !c.closed {
 		switch {
 		case f.pending():
-			if !f.writable || c.heldBack(d) || !c.flush(d) {
+			if !f.writable || !c.flush(d) {
 				return
 			}
 		case f.eof:
@@ -256,7 +250,7 @@ func (c *loopConn) writeFailed(d int) {
 	f := &c.flows[d]
 	c.failed = true
 	f.release()
-	f.eof, f.shut, f.kernel = true, true, false
+	f.eof, f.shut = true, true
 	o := &c.flows[1-d]
 	if o.shut {
 		c.finish(closedError)

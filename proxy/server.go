@@ -14,17 +14,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
 )
 
 // Server runs every route of a Config plus the health server.
 // Use New, then Start, then Shutdown.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	dial   DialFunc
-	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
+	cfg  Config
+	log  *slog.Logger
+	dial DialFunc
 
 	lookup  lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
 	loops   []*loop    // one per GOMAXPROCS; they own every connection
@@ -151,13 +148,11 @@ func (s *Server) Start() error {
 		return errors.New("server already started")
 	}
 	s.started = true
-	s.startKernelRelay()
 	lc := net.ListenConfig{Control: reusePort}
 	for _, rs := range s.routes {
 		ln, err := lc.Listen(context.Background(), "tcp", rs.Listen)
 		if err != nil {
 			s.closeListeners()
-			s.closeKernelRelay()
 			return fmt.Errorf("route %q: listen: %w", rs.Name, err)
 		}
 		rs.ln = ln
@@ -165,13 +160,11 @@ func (s *Server) Start() error {
 	if s.cfg.HealthAddr != "" {
 		if err := s.health.listen(s.cfg.HealthAddr); err != nil {
 			s.closeListeners()
-			s.closeKernelRelay()
 			return fmt.Errorf("health-addr: listen: %w", err)
 		}
 	}
 	if err := s.makeLoops(); err != nil {
 		s.closeListeners()
-		s.closeKernelRelay()
 		return fmt.Errorf("event loop: %w", err)
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
@@ -293,7 +286,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.log.Warn("shutdown: drain deadline reached, closing connections", "closed", n)
 		<-drained
 	}
-	s.closeKernelRelay()
 	s.stopLoops()
 
 	s.bgCancel()

