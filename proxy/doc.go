@@ -12,9 +12,11 @@
 // Server.Start and Server.Shutdown. The command line (flags, environment
 // twins, the --route syntax) lives in cmd/hairpin-proxy.
 //
-// Connections are served by event loops, one per GOMAXPROCS (loop.go):
-// each owns the connections it accepts, from accept4 to close, with
-// non-blocking system calls on one edge-triggered epoll instance and no
-// goroutine per connection. A connection's two directions are flows
-// (loop_flow.go).
+// Connections are served by event loops, one per GOMAXPROCS (loop.go), on
+// the engine in internal/evloop: each owns the connections it accepts
+// (listener.go), from accept4 to close, with non-blocking system calls
+// (internal/rawsock) on one edge-triggered epoll instance and no goroutine
+// per connection. A connection (conn.go, conn_dial.go) dials its upstream
+// and writes the header; its relay (relay.go) moves the bytes of its two
+// directions (dir.go), each a flow with a buffer or a splice pipe (flow.go).
 package proxy

@@ -150,13 +150,7 @@ func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 	})
 	for i, l := range s.loops {
 		var conns int
-		l.call(func() {
-			for _, c := range l.slots {
-				if c != nil {
-					conns++
-				}
-			}
-		})
+		l.ev.Call(func() { conns = len(l.conns) })
 		if conns == 0 {
 			t.Errorf("loop %d holds no connection of %d", i, n)
 		}

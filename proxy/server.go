@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/coredns-hairpin/hairpin/proxy/internal/rawsock"
 )
 
 // Server runs every route of a Config plus the health server.
@@ -148,7 +150,7 @@ func (s *Server) Start() error {
 		return errors.New("server already started")
 	}
 	s.started = true
-	lc := net.ListenConfig{Control: reusePort}
+	lc := net.ListenConfig{Control: rawsock.ReusePort}
 	for _, rs := range s.routes {
 		ln, err := lc.Listen(context.Background(), "tcp", rs.Listen)
 		if err != nil {
@@ -264,7 +266,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		_ = rs.ln.Close()
 	}
 	for _, l := range s.loops {
-		l.call(l.closeListeners)
+		l.ev.Call(l.closeListeners)
 	}
 	s.log.Info("shutdown: listeners closed, draining", "active", s.active.Load(), "drain_timeout", s.cfg.DrainTimeout)
 
@@ -315,7 +317,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (s *Server) abortAll(reason string) int {
 	n := 0
 	for _, l := range s.loops {
-		l.call(func() { n += l.abortAll(reason) })
+		l.ev.Call(func() { n += l.abortAll(reason) })
 	}
 	return n
 }
@@ -370,7 +372,7 @@ func (s *Server) makeLoops() error {
 func (s *Server) closeLoops() {
 	for _, l := range s.loops {
 		l.closeListeners()
-		l.closeFDs()
+		l.ev.Close()
 	}
 	s.loops = nil
 }
@@ -378,7 +380,6 @@ func (s *Server) closeLoops() {
 // stopLoops ends the loops once their connections are gone.
 func (s *Server) stopLoops() {
 	for _, l := range s.loops {
-		l.call(func() { l.stop = true })
-		<-l.done
+		l.stop()
 	}
 }
