@@ -40,29 +40,18 @@ type Config struct {
 	ReadyInterval time.Duration
 }
 
-// Defaults; listen ports stay at or above 1024 so the proxy never needs
-// privileges.
-const (
-	DefaultProxyProtocol = 1
-	DefaultDialTimeout   = 5 * time.Second
-	DefaultIdleTimeout   = 10 * time.Minute
-	DefaultDrainTimeout  = 25 * time.Second
-	DefaultLameduck      = 5 * time.Second
-	DefaultHealthAddr    = ":9090"
-	DefaultReadyInterval = 5 * time.Second
-)
-
 // DefaultConfig returns the defaults documented in --help, without routes.
+// Listen ports stay at or above 1024, so the proxy never needs privileges.
 func DefaultConfig() Config {
 	return Config{
-		ProxyProtocol: DefaultProxyProtocol,
-		DialTimeout:   DefaultDialTimeout,
-		IdleTimeout:   DefaultIdleTimeout,
+		ProxyProtocol: 1,
+		DialTimeout:   5 * time.Second,
+		IdleTimeout:   10 * time.Minute,
 		MaxConns:      DefaultMaxConns(),
-		DrainTimeout:  DefaultDrainTimeout,
-		Lameduck:      DefaultLameduck,
-		HealthAddr:    DefaultHealthAddr,
-		ReadyInterval: DefaultReadyInterval,
+		DrainTimeout:  25 * time.Second,
+		Lameduck:      5 * time.Second,
+		HealthAddr:    ":9090",
+		ReadyInterval: 5 * time.Second,
 	}
 }
 

@@ -8,9 +8,10 @@
 // connections reach an ingress that requires a PROXY header without one. The
 // hairpin CoreDNS plugin points those names at this proxy instead.
 //
-// The library surface is small: a Config of Routes, New with Options, and
-// Server.Start and Server.Shutdown. The command line (flags, environment
-// twins, the --route syntax) lives in cmd/hairpin-proxy.
+// The library surface is what cmd/hairpin-proxy needs and no more: a Config
+// of Routes, New with Options, and Server.Start, Addr, HealthAddr and
+// Shutdown. The command line (flags, environment twins, the --route syntax)
+// lives in the command; what only tests set is in export_test.go.
 //
 // Connections are served by event loops, one per GOMAXPROCS (loop.go), on
 // the engine in internal/evloop: each owns the connections it accepts

@@ -79,7 +79,7 @@ func dialExpectClosed(t testing.TB, s *Server, route string, d time.Duration) {
 // series reads as 0.
 func metricValue(t testing.TB, s *Server, name string, labels map[string]string) float64 {
 	t.Helper()
-	fams, err := s.Registry().Gather()
+	fams, err := s.metrics.reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
@@ -136,6 +136,6 @@ func expectClosed(t testing.TB, c net.Conn, d time.Duration) {
 // get performs a request against the server's health handler.
 func get(s *Server, path string) (int, string) {
 	rec := httptest.NewRecorder()
-	s.HealthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	s.health.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec.Code, strings.TrimSpace(rec.Body.String())
 }

@@ -223,7 +223,7 @@ func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
 // out of band (no SO_OOBINLINE) and not relayed, as with HAProxy.
 func TestUrgentByteDoesNotStrandTheRest(t *testing.T) {
 	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
-	slow := WithDialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+	slow := withDialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(100 * time.Millisecond) // everything is queued by the time the relay starts
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)

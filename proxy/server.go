@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coredns-hairpin/hairpin/proxy/internal/rawsock"
 )
@@ -23,7 +20,7 @@ import (
 type Server struct {
 	cfg  Config
 	log  *slog.Logger
-	dial DialFunc
+	dial dialFunc
 
 	lookup  lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
 	loops   []*loop    // one per GOMAXPROCS; they own every connection
@@ -43,7 +40,7 @@ type Server struct {
 	stopping  atomic.Bool // /readyz fails from here on
 
 	connWG sync.WaitGroup // one per admitted connection
-	bgWG   sync.WaitGroup // accept loops, checkers, summariser
+	bgWG   sync.WaitGroup // readiness checkers, the health server, the dial-error summariser
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -57,14 +54,6 @@ type Option func(*Server)
 
 // WithLogger sets the logger; the default discards everything.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
-
-// WithDialFunc replaces the upstream dialer, for tests that need to simulate
-// slow or failing upstreams. It is used for client connections and for the
-// readiness check alike.
-func WithDialFunc(d DialFunc) Option { return func(s *Server) { s.dial = d } }
-
-// withLookup replaces the resolver that refreshes upstream names.
-func withLookup(l lookupFunc) Option { return func(s *Server) { s.lookup = l } }
 
 // WithVersion sets the version reported in hairpin_proxy_build_info.
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
@@ -83,7 +72,7 @@ type routeServer struct {
 }
 
 // loopAddr is the address a loop may connect to itself; false means the
-// Server's DialFunc dials (a custom dialer, or a name not resolved yet).
+// Server's dialer dials (a test's dialer, or a name not resolved yet).
 func (rs *routeServer) loopAddr(now time.Time) (netip.AddrPort, bool) {
 	if rs.literalOK {
 		return rs.literal, true
@@ -109,7 +98,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	dialDefault := s.dial == nil // no WithDialFunc: the loops may connect themselves
+	dialDefault := s.dial == nil // no test dialer: the loops may connect themselves
 	if dialDefault {
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
 		s.dial = d.DialContext
@@ -132,13 +121,6 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	s.health = h
 	return s, nil
 }
-
-// Registry returns the Prometheus registry holding the proxy's metrics.
-func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
-
-// HealthHandler serves /healthz, /readyz and /metrics; Start also serves it
-// on HealthAddr.
-func (s *Server) HealthHandler() http.Handler { return s.health.handler() }
 
 // Start binds every listener (and the health listener) and starts serving.
 // If any bind fails, everything already bound is closed and the error names
@@ -213,9 +195,9 @@ func (s *Server) Addr(route string) net.Addr {
 // HealthAddr returns the bound health address, or nil if disabled.
 func (s *Server) HealthAddr() net.Addr { return s.health.addr() }
 
-// Ready reports what /readyz reports: shutdown has not begun and at least
+// ready reports what /readyz reports: shutdown has not begun and at least
 // one route's upstream accepted TCP at its last check.
-func (s *Server) Ready() bool {
+func (s *Server) ready() bool {
 	if s.stopping.Load() {
 		return false
 	}
