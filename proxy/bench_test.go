@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // benchTargets starts the same upstream twice over: reachable directly, and
@@ -14,22 +16,9 @@ import (
 // same work against each, so their ratio is the proxy's cost.
 func benchTargets(b *testing.B, handle func(c net.Conn)) map[string]string {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); handle(c) }()
-		}
-	}()
-	s := startProxy(b, testConfig(ln.Addr().String(), func(c *Config) { c.MaxConns = 0 }))
-	return map[string]string{"direct": ln.Addr().String(), "proxy": s.Addr("r").String()}
+	addr := harness.ServeTCP(b, func(c *net.TCPConn) { handle(c) })
+	s := startProxy(b, testConfig(addr, func(c *Config) { c.MaxConns = 0 }))
+	return map[string]string{"direct": addr, "proxy": s.Addr("r").String()}
 }
 
 // BenchmarkThroughput streams 64 KiB writes one way over a single connection;

@@ -38,37 +38,20 @@ type Config struct {
 	// ReadyInterval is the period of the background upstream TCP check that
 	// drives /readyz.
 	ReadyInterval time.Duration
-	// KernelRelay hands each connection's sockets to the kernel once the
-	// header is written (a BPF sockhash; see internal/sockmap), so payload
-	// bytes never pass through the process. It needs CAP_BPF and
-	// CAP_NET_ADMIN; without them, or without kernel support, Start logs
-	// one line and the userspace relay serves.
-	KernelRelay bool
 }
 
-// Defaults; listen ports stay at or above 1024 so the proxy never needs
-// privileges.
-const (
-	DefaultProxyProtocol = 1
-	DefaultDialTimeout   = 5 * time.Second
-	DefaultIdleTimeout   = 10 * time.Minute
-	DefaultDrainTimeout  = 25 * time.Second
-	DefaultLameduck      = 5 * time.Second
-	DefaultHealthAddr    = ":9090"
-	DefaultReadyInterval = 5 * time.Second
-)
-
 // DefaultConfig returns the defaults documented in --help, without routes.
+// Listen ports stay at or above 1024, so the proxy never needs privileges.
 func DefaultConfig() Config {
 	return Config{
-		ProxyProtocol: DefaultProxyProtocol,
-		DialTimeout:   DefaultDialTimeout,
-		IdleTimeout:   DefaultIdleTimeout,
+		ProxyProtocol: 1,
+		DialTimeout:   5 * time.Second,
+		IdleTimeout:   10 * time.Minute,
 		MaxConns:      DefaultMaxConns(),
-		DrainTimeout:  DefaultDrainTimeout,
-		Lameduck:      DefaultLameduck,
-		HealthAddr:    DefaultHealthAddr,
-		ReadyInterval: DefaultReadyInterval,
+		DrainTimeout:  25 * time.Second,
+		Lameduck:      5 * time.Second,
+		HealthAddr:    ":9090",
+		ReadyInterval: 5 * time.Second,
 	}
 }
 

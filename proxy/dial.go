@@ -8,11 +8,11 @@ import (
 	"syscall"
 )
 
-// DialFunc dials an upstream. The default is net.Dialer.DialContext, which
+// dialFunc dials an upstream. The Server's is net.Dialer.DialContext, which
 // resolves the host again on every call (the event loops cache its result
 // for a second, upstream_name.go); that is what lets a changed Service
-// IP take effect without a restart.
-type DialFunc func(ctx context.Context, network, address string) (net.Conn, error)
+// IP take effect without a restart. Tests replace it (withDialFunc).
+type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
 // classifyDialError maps a dial error to a metric cause. DNS comes first
 // because a resolver timeout is a DNS problem, not a slow upstream.

@@ -8,16 +8,16 @@
 // connections reach an ingress that requires a PROXY header without one. The
 // hairpin CoreDNS plugin points those names at this proxy instead.
 //
-// The library surface is small: a Config of Routes, New with Options, and
-// Server.Start and Server.Shutdown. The command line (flags, environment
-// twins, the --route syntax) lives in cmd/hairpin-proxy.
+// The library surface is what cmd/hairpin-proxy needs and no more: a Config
+// of Routes, New with Options, and Server.Start, Addr, HealthAddr and
+// Shutdown. The command line (flags, environment twins, the --route syntax)
+// lives in the command; what only tests set is in export_test.go.
 //
-// Connections are served by event loops, one per GOMAXPROCS (loop.go):
-// each owns the connections it accepts, from accept4 to close, with
-// non-blocking system calls on one edge-triggered epoll instance and no
-// goroutine per connection. A connection's two directions are flows
-// (loop_flow.go); with the in-kernel relay a BPF sockhash moves their bytes
-// instead (loop_kernel.go) and the loop keeps the lifecycle: half-close,
-// the idle timeout, byte accounting, drain and the connection cap are the
-// same on both paths.
+// Connections are served by event loops, one per GOMAXPROCS (loop.go), on
+// the engine in internal/evloop: each owns the connections it accepts
+// (listener.go), from accept4 to close, with non-blocking system calls
+// (internal/rawsock) on one edge-triggered epoll instance and no goroutine
+// per connection. A connection (conn.go, conn_dial.go) dials its upstream
+// and writes the header; its relay (relay.go) moves the bytes of its two
+// directions (dir.go), each a flow with a buffer or a splice pipe (flow.go).
 package proxy

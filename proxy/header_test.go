@@ -235,7 +235,7 @@ func TestClientFirstBytesTravelWithHeader(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
 	}
-	s := startProxy(t, testConfig(ln.Addr().String(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dial))
+	s := startProxy(t, testConfig(ln.Addr().String(), func(c *Config) { c.ReadyInterval = time.Hour }), withDialFunc(dial))
 	c := dialProxy(t, s, "r")
 	const req = "GET / HTTP/1.1\r\nHost: app.example.com\r\n\r\n"
 	if _, err := c.Write([]byte(req)); err != nil {

@@ -174,7 +174,7 @@ func (h *health) check(ctx context.Context, rs *routeServer) {
 		} else {
 			rs.metrics.up.Set(0)
 		}
-		if s.Ready() {
+		if s.ready() {
 			s.metrics.ready.Set(1)
 		} else {
 			s.metrics.ready.Set(0)

@@ -80,8 +80,8 @@ func TestReadyzDoesNotDialPerProbe(t *testing.T) {
 		return d.DialContext(ctx, network, address)
 	}
 	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
-	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }), WithDialFunc(dialer))
-	harness.Eventually(t, 2*time.Second, "ready", s.Ready)
+	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.ReadyInterval = time.Hour }), withDialFunc(dialer))
+	harness.Eventually(t, 2*time.Second, "ready", s.ready)
 	for range 50 {
 		get(s, "/readyz")
 	}
@@ -192,7 +192,7 @@ func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
 	}))
 	harness.Eventually(t, 2*time.Second, "tenant-b checked and down", func() bool {
 		return metricValue(t, s, "hairpin_proxy_upstream_up", map[string]string{"route": "tenant-a"}) == 1 &&
-			!s.routes[1].up.Load() && s.Ready()
+			!s.routes[1].up.Load() && s.ready()
 	})
 	for range 3 { // across several check intervals
 		time.Sleep(2 * s.cfg.ReadyInterval)
@@ -228,7 +228,7 @@ func TestBrokenUpstreamKeepsOtherRoutesReadyAndServing(t *testing.T) {
 	good.Close()
 	harness.Eventually(t, 2*time.Second, "not ready once every upstream is down", func() bool {
 		code, _ := get(s, "/readyz")
-		return code == http.StatusServiceUnavailable && !s.Ready()
+		return code == http.StatusServiceUnavailable && !s.ready()
 	})
 	if _, body := get(s, "/readyz"); !strings.Contains(body, "every upstream is down") {
 		t.Fatalf("/readyz body %q", body)

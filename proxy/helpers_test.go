@@ -23,7 +23,6 @@ func testConfig(upstream string, mod ...func(*Config)) Config {
 	c.DrainTimeout = 2 * time.Second
 	c.HealthAddr = "127.0.0.1:0"
 	c.ReadyInterval = 50 * time.Millisecond
-	c.KernelRelay = kernelRelayUnderTest
 	for _, m := range mod {
 		m(&c)
 	}
@@ -40,7 +39,6 @@ func startProxy(t testing.TB, cfg Config, opts ...Option) *Server {
 	if err := s.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	requireKernelRelay(t, s)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -81,7 +79,7 @@ func dialExpectClosed(t testing.TB, s *Server, route string, d time.Duration) {
 // series reads as 0.
 func metricValue(t testing.TB, s *Server, name string, labels map[string]string) float64 {
 	t.Helper()
-	fams, err := s.Registry().Gather()
+	fams, err := s.metrics.reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
@@ -138,6 +136,6 @@ func expectClosed(t testing.TB, c net.Conn, d time.Duration) {
 // get performs a request against the server's health handler.
 func get(s *Server, path string) (int, string) {
 	rec := httptest.NewRecorder()
-	s.HealthHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	s.health.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec.Code, strings.TrimSpace(rec.Body.String())
 }

@@ -150,13 +150,7 @@ func TestConnectionsSpreadOverEveryLoop(t *testing.T) {
 	})
 	for i, l := range s.loops {
 		var conns int
-		l.call(func() {
-			for _, c := range l.slots {
-				if c != nil {
-					conns++
-				}
-			}
-		})
+		l.ev.Call(func() { conns = len(l.conns) })
 		if conns == 0 {
 			t.Errorf("loop %d holds no connection of %d", i, n)
 		}
@@ -229,7 +223,7 @@ func TestBytesQueuedBeforeAResetAreDelivered(t *testing.T) {
 // out of band (no SO_OOBINLINE) and not relayed, as with HAProxy.
 func TestUrgentByteDoesNotStrandTheRest(t *testing.T) {
 	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
-	slow := WithDialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+	slow := withDialFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		time.Sleep(100 * time.Millisecond) // everything is queued by the time the relay starts
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)

@@ -49,9 +49,6 @@ type metrics struct {
 	connDuration *prometheus.HistogramVec
 	upstreamUp   *prometheus.GaugeVec
 	ready        prometheus.Gauge
-
-	kernelRelay     *prometheus.GaugeVec
-	kernelUserspace prometheus.Counter
 }
 
 func newMetrics(version string) *metrics {
@@ -99,14 +96,6 @@ func newMetrics(version string) *metrics {
 			Name: metricPrefix + "ready",
 			Help: "1 while /readyz reports ready.",
 		}),
-		kernelRelay: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: metricPrefix + "kernel_relay",
-			Help: "1 for the in-kernel relay's state: off (not asked for), active, or fallback (asked for but unsupported or unprivileged; the userspace relay serves).",
-		}, []string{"state"}),
-		kernelUserspace: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: metricPrefix + "kernel_relay_userspace_total",
-			Help: "Connections relayed in userspace although the in-kernel relay is active: a socket had already received a FIN (from the client or the upstream) when it was to be handed over.",
-		}),
 	}
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        metricPrefix + "build_info",
@@ -116,22 +105,10 @@ func newMetrics(version string) *metrics {
 	info.Set(1)
 	m.reg.MustRegister(m.accepted, m.refused, m.active, m.closed, m.bytes,
 		m.dialErrors, m.dialDuration, m.connDuration, m.upstreamUp, m.ready, info,
-		m.kernelRelay, m.kernelUserspace,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
-}
-
-// setKernelRelay sets the one state of hairpin_proxy_kernel_relay that is 1.
-func (m *metrics) setKernelRelay(state string) {
-	for _, st := range []string{kernelOff, kernelActive, kernelFallback} {
-		v := 0.0
-		if st == state {
-			v = 1
-		}
-		m.kernelRelay.WithLabelValues(st).Set(v)
-	}
 }
 
 // routeMetrics caches the children of one route so the per-connection path

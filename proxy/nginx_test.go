@@ -1,4 +1,4 @@
-package proxy_test
+package proxy
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coredns-hairpin/hairpin/proxy"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -16,12 +15,6 @@ import (
 // is missing or malformed.
 var proxyTrouble = regexp.MustCompile(`broken header|PROXY protocol`)
 
-// TestReadinessProbesLeaveNginxErrorLogClean runs the background upstream
-// check against a real nginx with proxy_protocol on a plain and a TLS
-// listener, as ingress-nginx configures them, for many probe intervals in
-// both header versions. nginx's error log (at info, which is more verbose
-// than ingress-nginx's default notice) must hold no PROXY-protocol
-// complaint, and nothing above info that names a client connection.
 // settledLog returns the error log once StartNginx's own readiness checks,
 // which connect to each listener and close without a header, have been
 // logged: one complaint per listener.
@@ -41,21 +34,27 @@ func settledLog(t *testing.T, ngx *harness.Nginx) string {
 	return ngx.ErrorLog()
 }
 
+// TestReadinessProbesLeaveNginxErrorLogClean runs the background upstream
+// check against a real nginx with proxy_protocol on a plain and a TLS
+// listener, as ingress-nginx configures them, for many probe intervals in
+// both header versions. nginx's error log (at info, which is more verbose
+// than ingress-nginx's default notice) must hold no PROXY-protocol
+// complaint, and nothing above info that names a client connection.
 func TestReadinessProbesLeaveNginxErrorLogClean(t *testing.T) {
 	for _, version := range []int{1, 2} {
 		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
 			ngx := harness.StartNginx(t, harness.NginxOptions{ErrorLogLevel: "info"})
 			before := settledLog(t, ngx)
-			cfg := proxy.DefaultConfig()
+			cfg := DefaultConfig()
 			cfg.ProxyProtocol = version
 			cfg.HealthAddr = ""
 			cfg.Lameduck = 0
 			cfg.ReadyInterval = 20 * time.Millisecond
-			cfg.Routes = []proxy.Route{
+			cfg.Routes = []Route{
 				{Name: "http", Listen: "127.0.0.1:0", Upstream: ngx.HTTPAddr},
 				{Name: "https", Listen: "127.0.0.1:0", Upstream: ngx.TLSAddr},
 			}
-			s, err := proxy.New(cfg)
+			s, err := New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +64,7 @@ func TestReadinessProbesLeaveNginxErrorLogClean(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 			defer cancel()
 			if err := harness.Poll(ctx, func(context.Context) error {
-				if !s.Ready() {
+				if !s.ready() {
 					return fmt.Errorf("proxy not ready")
 				}
 				return nil

@@ -53,6 +53,13 @@ func (p *pattern) writeTo(w io.Writer, total int64, h hash.Hash) error {
 	return nil
 }
 
+// bytes is the first total bytes of the stream.
+func (p *pattern) bytes(total int64) []byte {
+	var b bytes.Buffer
+	_ = p.writeTo(&b, total, nil)
+	return b.Bytes()
+}
+
 func (p *pattern) sum(total int64) []byte {
 	h := sha256.New()
 	_ = p.writeTo(io.Discard, total, h)

@@ -6,25 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/coredns-hairpin/hairpin/proxy/internal/sockmap"
+	"github.com/coredns-hairpin/hairpin/proxy/internal/rawsock"
 )
 
 // Server runs every route of a Config plus the health server.
 // Use New, then Start, then Shutdown.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	dial   DialFunc
-	kernel *sockmap.Relay // the in-kernel relay, when Config.KernelRelay loaded
+	cfg  Config
+	log  *slog.Logger
+	dial dialFunc
 
 	lookup  lookupFunc // re-resolves upstream names; nil: net.DefaultResolver
 	loops   []*loop    // one per GOMAXPROCS; they own every connection
@@ -44,7 +40,7 @@ type Server struct {
 	stopping  atomic.Bool // /readyz fails from here on
 
 	connWG sync.WaitGroup // one per admitted connection
-	bgWG   sync.WaitGroup // accept loops, checkers, summariser
+	bgWG   sync.WaitGroup // readiness checkers, the health server, the dial-error summariser
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -58,14 +54,6 @@ type Option func(*Server)
 
 // WithLogger sets the logger; the default discards everything.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
-
-// WithDialFunc replaces the upstream dialer, for tests that need to simulate
-// slow or failing upstreams. It is used for client connections and for the
-// readiness check alike.
-func WithDialFunc(d DialFunc) Option { return func(s *Server) { s.dial = d } }
-
-// withLookup replaces the resolver that refreshes upstream names.
-func withLookup(l lookupFunc) Option { return func(s *Server) { s.lookup = l } }
 
 // WithVersion sets the version reported in hairpin_proxy_build_info.
 func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
@@ -84,7 +72,7 @@ type routeServer struct {
 }
 
 // loopAddr is the address a loop may connect to itself; false means the
-// Server's DialFunc dials (a custom dialer, or a name not resolved yet).
+// Server's dialer dials (a test's dialer, or a name not resolved yet).
 func (rs *routeServer) loopAddr(now time.Time) (netip.AddrPort, bool) {
 	if rs.literalOK {
 		return rs.literal, true
@@ -110,7 +98,7 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	dialDefault := s.dial == nil // no WithDialFunc: the loops may connect themselves
+	dialDefault := s.dial == nil // no test dialer: the loops may connect themselves
 	if dialDefault {
 		d := &net.Dialer{KeepAliveConfig: osKeepAlive}
 		s.dial = d.DialContext
@@ -134,13 +122,6 @@ func New(cfg Config, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// Registry returns the Prometheus registry holding the proxy's metrics.
-func (s *Server) Registry() *prometheus.Registry { return s.metrics.reg }
-
-// HealthHandler serves /healthz, /readyz and /metrics; Start also serves it
-// on HealthAddr.
-func (s *Server) HealthHandler() http.Handler { return s.health.handler() }
-
 // Start binds every listener (and the health listener) and starts serving.
 // If any bind fails, everything already bound is closed and the error names
 // the address.
@@ -151,13 +132,11 @@ func (s *Server) Start() error {
 		return errors.New("server already started")
 	}
 	s.started = true
-	s.startKernelRelay()
-	lc := net.ListenConfig{Control: reusePort}
+	lc := net.ListenConfig{Control: rawsock.ReusePort}
 	for _, rs := range s.routes {
 		ln, err := lc.Listen(context.Background(), "tcp", rs.Listen)
 		if err != nil {
 			s.closeListeners()
-			s.closeKernelRelay()
 			return fmt.Errorf("route %q: listen: %w", rs.Name, err)
 		}
 		rs.ln = ln
@@ -165,13 +144,11 @@ func (s *Server) Start() error {
 	if s.cfg.HealthAddr != "" {
 		if err := s.health.listen(s.cfg.HealthAddr); err != nil {
 			s.closeListeners()
-			s.closeKernelRelay()
 			return fmt.Errorf("health-addr: listen: %w", err)
 		}
 	}
 	if err := s.makeLoops(); err != nil {
 		s.closeListeners()
-		s.closeKernelRelay()
 		return fmt.Errorf("event loop: %w", err)
 	}
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
@@ -218,9 +195,9 @@ func (s *Server) Addr(route string) net.Addr {
 // HealthAddr returns the bound health address, or nil if disabled.
 func (s *Server) HealthAddr() net.Addr { return s.health.addr() }
 
-// Ready reports what /readyz reports: shutdown has not begun and at least
+// ready reports what /readyz reports: shutdown has not begun and at least
 // one route's upstream accepted TCP at its last check.
-func (s *Server) Ready() bool {
+func (s *Server) ready() bool {
 	if s.stopping.Load() {
 		return false
 	}
@@ -271,7 +248,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 		_ = rs.ln.Close()
 	}
 	for _, l := range s.loops {
-		l.call(l.closeListeners)
+		l.ev.Call(l.closeListeners)
 	}
 	s.log.Info("shutdown: listeners closed, draining", "active", s.active.Load(), "drain_timeout", s.cfg.DrainTimeout)
 
@@ -293,7 +270,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 		s.log.Warn("shutdown: drain deadline reached, closing connections", "closed", n)
 		<-drained
 	}
-	s.closeKernelRelay()
 	s.stopLoops()
 
 	s.bgCancel()
@@ -323,7 +299,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (s *Server) abortAll(reason string) int {
 	n := 0
 	for _, l := range s.loops {
-		l.call(func() { n += l.abortAll(reason) })
+		l.ev.Call(func() { n += l.abortAll(reason) })
 	}
 	return n
 }
@@ -378,7 +354,7 @@ func (s *Server) makeLoops() error {
 func (s *Server) closeLoops() {
 	for _, l := range s.loops {
 		l.closeListeners()
-		l.closeFDs()
+		l.ev.Close()
 	}
 	s.loops = nil
 }
@@ -386,7 +362,6 @@ func (s *Server) closeLoops() {
 // stopLoops ends the loops once their connections are gone.
 func (s *Server) stopLoops() {
 	for _, l := range s.loops {
-		l.call(func() { l.stop = true })
-		<-l.done
+		l.stop()
 	}
 }

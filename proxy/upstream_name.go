@@ -108,3 +108,14 @@ func (u *upstreamName) refresh(old *resolved) {
 	}
 	u.cur.CompareAndSwap(old, &resolved{addr: next, at: time.Now()})
 }
+
+// literalUpstream is the upstream's address when it is an IP literal
+// without a zone, which the event loop can connect to itself; names (and
+// zones) are dialled by the Server's dialer.
+func literalUpstream(hostport string) (netip.AddrPort, bool) {
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil || ap.Addr().Zone() != "" || ap.Port() == 0 {
+		return netip.AddrPort{}, false
+	}
+	return ap, true
+}

@@ -73,22 +73,6 @@ func startOurProxy(t *testing.T, bin string, upstream string, extra ...string) p
 	return proxyPath{name: "ours", addr: addr, proc: proc, health: health}
 }
 
-// startKernelProxy runs our proxy with --kernel-relay, named "kernel". It
-// returns false, after stopping it, when the relay fell back (not root, or
-// no sockhash support): the in-kernel path is then not measured.
-func startKernelProxy(t *testing.T, bin string, upstream string) (proxyPath, bool) {
-	t.Helper()
-	p := startOurProxy(t, bin, upstream, "--kernel-relay")
-	p.name = "kernel"
-	body, _, err := httpGet(t.Context(), "http://"+p.health+"/metrics")
-	if err != nil || !strings.Contains(string(body), `hairpin_proxy_kernel_relay{state="active"} 1`) {
-		t.Logf("bench: in-kernel relay not active here (not measured): %v", err)
-		p.proc.Stop()
-		return p, false
-	}
-	return p, true
-}
-
 // startHAProxy runs HAProxy the way compumike/hairpin-proxy ships it: TCP
 // mode, one server with send-proxy (PROXY v1), with nbthread matching our
 // proxy's GOMAXPROCS.
@@ -206,11 +190,6 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		startHAProxy(t, ngx.HTTPAddr),
 		{name: "direct", addr: ngx.PlainHTTPAddr},
 	}
-	// The in-kernel path (--kernel-relay), beside the default one, when it
-	// loads here.
-	if p, ok := startKernelProxy(t, bin["proxy"], ngx.HTTPAddr); ok {
-		paths = append(paths, p)
-	}
 	// A second build of our proxy, interleaved with the others, to compare
 	// a change side by side; its figures are logged, not recorded.
 	alts := altBinaries()
@@ -323,12 +302,6 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	pr.OursCPS, pr.HAProxyCPS, pr.DirectCPS = round(median(cps["ours"]), 0), round(median(cps["haproxy"]), 0), round(median(cps["direct"]), 0)
 	pr.OursMBps, pr.HAProxyMBps, pr.DirectMBps = round(median(mbps["ours"]), 0), round(median(mbps["haproxy"]), 0), round(median(mbps["direct"]), 0)
 	pr.OursP99us, pr.HAProxyP99us, pr.DirectP99us = round(median(latP99["ours"]), 0), round(median(latP99["haproxy"]), 0), round(median(latP99["direct"]), 0)
-	if _, ok := ka["kernel"]; ok {
-		res.ProxyExtra["kernel_rps_keepalive"] = round(median(ka["kernel"]), 0)
-		res.ProxyExtra["kernel_cps"] = round(median(cps["kernel"]), 0)
-		res.ProxyExtra["kernel_mbps"] = round(median(mbps["kernel"]), 0)
-		res.ProxyExtra["kernel_p99_us"] = round(median(latP99["kernel"]), 0)
-	}
 	for _, p := range paths {
 		res.ProxyExtra[p.name+"_p50_us"] = round(median(latP50[p.name]), 0)
 		res.ProxyExtra[p.name+"_keepalive_c32_p50_us"] = round(median(kaP50[p.name]), 0)
@@ -357,9 +330,6 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	idle, base := series{}, series{}
 	for rep := 0; rep < cfg.reps; rep++ {
 		names := append([]string{"ours", "haproxy"}, slices.Sorted(maps.Keys(alts))...)
-		if _, ok := ka["kernel"]; ok {
-			names = append(names, "kernel")
-		}
 		for _, name := range names {
 			var p proxyPath
 			switch name {
@@ -367,8 +337,6 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 				p = startOurProxy(t, bin["proxy"], ngx.HTTPAddr)
 			case "haproxy":
 				p = startHAProxy(t, ngx.HTTPAddr)
-			case "kernel":
-				p, _ = startKernelProxy(t, bin["proxy"], ngx.HTTPAddr)
 			default:
 				p = startOurProxy(t, alts[name], ngx.HTTPAddr)
 			}
@@ -381,9 +349,6 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	pr.OursRSSMB1kIdle, pr.HAProxyRSSMB1kIdle = round(median(idle["ours"]), 1), round(median(idle["haproxy"]), 1)
 	res.ProxyExtra["ours_rss_mb_no_conns"] = round(median(base["ours"]), 1)
 	res.ProxyExtra["haproxy_rss_mb_no_conns"] = round(median(base["haproxy"]), 1)
-	if v, ok := idle["kernel"]; ok {
-		res.ProxyExtra["kernel_rss_mb_1k_idle"] = round(median(v), 1)
-	}
 	res.ProxyExtra["idle_conns"] = cfg.idleConns
 }
 

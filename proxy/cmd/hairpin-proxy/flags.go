@@ -147,7 +147,6 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 	fs.Var(durationValue{&c.Lameduck}, "lameduck", "")
 	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr, "")
 	fs.Var(durationValue{&c.ReadyInterval}, "ready-interval", "")
-	fs.BoolVar(&c.KernelRelay, "kernel-relay", false, "")
 	fs.Var(choiceValue{&o.LogFormat, []string{"text", "json"}}, "log-format", "")
 	fs.Var(choiceValue{&o.LogLevel, []string{"debug", "info", "warn", "error"}}, "log-level", "")
 	fs.BoolVar(&o.Version, "version", false, "")
@@ -162,7 +161,6 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 		{"lameduck", "DURATION", "On SIGTERM/SIGINT, how long to keep accepting (with /readyz failing) before closing the listeners.", false},
 		{"health-addr", "ADDR", "Listen address for /healthz, /readyz and /metrics; empty disables.", false},
 		{"ready-interval", "DURATION", "Period of the background TCP check of every upstream that drives /readyz. Must be > 0.", false},
-		{"kernel-relay", "", "Relay each connection inside the kernel once the header is written (BPF sockhash; needs CAP_BPF and CAP_NET_ADMIN, see README). Without the privileges or kernel support the proxy logs one line, sets hairpin_proxy_kernel_relay{state=\"fallback\"} and relays in userspace.", false},
 		{"log-format", "text|json", "Log format.", false},
 		{"log-level", "debug|info|warn|error", "Log level; debug logs every connection.", false},
 		{"version", "", "Print the version and exit.", true},

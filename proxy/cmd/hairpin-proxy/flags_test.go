@@ -116,7 +116,7 @@ func TestParseArgs(t *testing.T) {
 				"--route=:8080=" + up + ":80", "--route", ":8443=" + up + ":443,header-port=443,name=https",
 				"--proxy-protocol=2", "--dial-timeout=1s", "--idle-timeout=0", "--max-conns=0",
 				"--drain-timeout=1m", "--lameduck=0s", "--health-addr=127.0.0.1:9999", "--ready-interval=250ms",
-				"--kernel-relay", "--log-format=json", "--log-level=debug",
+				"--log-format=json", "--log-level=debug",
 			},
 			want: &proxy.Config{
 				Routes: []proxy.Route{
@@ -125,7 +125,6 @@ func TestParseArgs(t *testing.T) {
 				},
 				ProxyProtocol: 2, DialTimeout: time.Second, IdleTimeout: 0, MaxConns: 0,
 				DrainTimeout: time.Minute, Lameduck: 0, HealthAddr: "127.0.0.1:9999", ReadyInterval: 250 * time.Millisecond,
-				KernelRelay: true,
 			},
 		},
 		{
@@ -135,7 +134,6 @@ func TestParseArgs(t *testing.T) {
 				"HAIRPIN_PROXY_PROXY_PROTOCOL", "2",
 				"HAIRPIN_PROXY_DRAIN_TIMEOUT", "3s",
 				"HAIRPIN_PROXY_MAX_CONNS", "7",
-				"HAIRPIN_PROXY_KERNEL_RELAY", "true",
 			),
 			want: ptr(withDefaults(func(c *proxy.Config) {
 				c.Routes = []proxy.Route{
@@ -145,7 +143,6 @@ func TestParseArgs(t *testing.T) {
 				c.ProxyProtocol = 2
 				c.DrainTimeout = 3 * time.Second
 				c.MaxConns = 7
-				c.KernelRelay = true
 			})),
 		},
 		{
@@ -177,7 +174,7 @@ func TestParseArgs(t *testing.T) {
 		{name: "negative drain timeout", args: []string{"--route", ":8080=a:80", "--drain-timeout=-1s"}, wantErr: `invalid value "-1s" for flag -drain-timeout: negative duration -1s`},
 		{name: "negative idle timeout", args: []string{"--route", ":8080=a:80", "--idle-timeout=-5m"}, wantErr: "flag -idle-timeout: negative duration"},
 		{name: "negative lameduck", args: []string{"--route", ":8080=a:80", "--lameduck=-1ms"}, wantErr: "flag -lameduck: negative duration"},
-		{name: "kernel relay not a boolean", args: []string{"--route", ":8080=a:80"}, env: env("HAIRPIN_PROXY_KERNEL_RELAY", "maybe"), wantErr: `HAIRPIN_PROXY_KERNEL_RELAY="maybe"`},
+		{name: "the removed in-kernel relay", args: []string{"--route", ":8080=a:80", "--kernel-relay"}, wantErr: "flag provided but not defined: -kernel-relay"},
 		{name: "zero dial timeout", args: []string{"--route", ":8080=a:80", "--dial-timeout=0"}, wantErr: "dial-timeout: must be greater than zero"},
 		{name: "zero ready interval", args: []string{"--route", ":8080=a:80", "--ready-interval=0s"}, wantErr: "ready-interval: must be greater than zero"},
 		{name: "bad duration", args: []string{"--route", ":8080=a:80", "--dial-timeout=5"}, wantErr: `flag -dial-timeout: invalid duration "5"`},
@@ -235,7 +232,6 @@ func TestHelpDocumentsEveryFlagWithEnvAndDefault(t *testing.T) {
 		"--lameduck", "HAIRPIN_PROXY_LAMEDUCK",
 		"--health-addr", "HAIRPIN_PROXY_HEALTH_ADDR", `default ":9090"`,
 		"--ready-interval", "HAIRPIN_PROXY_READY_INTERVAL",
-		"--kernel-relay", "HAIRPIN_PROXY_KERNEL_RELAY", `default "false"`,
 		"--log-format", "HAIRPIN_PROXY_LOG_FORMAT", `default "text"`,
 		"--log-level", "HAIRPIN_PROXY_LOG_LEVEL", `default "info"`,
 		"--version",

@@ -46,29 +46,14 @@ func noEnv(string) (string, bool) { return "", false }
 // rest back.
 func echoUpstream(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				if _, err := proxyproto.Read(r); err != nil {
-					return
-				}
-				_, _ = io.Copy(c, r)
-				_ = c.(*net.TCPConn).CloseWrite()
-			}()
+	return harness.ServeTCP(t, func(c *net.TCPConn) {
+		r := bufio.NewReader(c)
+		if _, err := proxyproto.Read(r); err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		_, _ = io.Copy(c, r)
+		_ = c.CloseWrite()
+	})
 }
 
 // startedLine waits for the JSON "hairpin-proxy started" log line.

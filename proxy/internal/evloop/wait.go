@@ -1,0 +1,65 @@
+package evloop
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Grain rounds a wait's deadline up, so that a stream of deadlines a few
+// milliseconds apart does not reset the runtime poller's timer on every
+// wait: a deadline fires at most this late.
+const Grain = 10 * time.Millisecond
+
+// wait returns the next batch of events. With none ready it parks the
+// goroutine in the runtime poller, on the epoll descriptor, until there are,
+// something is posted, or next passes.
+//
+// It never blocks in epoll_wait itself: a goroutine blocked in a system
+// call makes sysmon hand its P to another thread every 20 µs, which costs
+// more than the relaying it interrupts.
+func (l *Loop) wait(events []unix.EpollEvent, next time.Time) int {
+	if l.queued.Load() != 0 || (!next.IsZero() && !next.After(time.Now())) {
+		return l.poll(events)
+	}
+	if deadline := roundUp(next); !deadline.Equal(l.waitTo) {
+		_ = l.ep.SetReadDeadline(deadline)
+		l.waitTo = deadline
+	}
+	n := 0
+	l.sleeping.Store(true)
+	err := l.eprc.Read(func(uintptr) bool {
+		n = l.poll(events)
+		return n > 0 || l.queued.Load() != 0
+	})
+	l.sleeping.Store(false)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		// Only a closed descriptor fails here, which Run never does
+		// while it waits; back off rather than spin.
+		time.Sleep(Grain)
+	}
+	return n
+}
+
+// poll is a non-blocking epoll_wait.
+func (l *Loop) poll(events []unix.EpollEvent) int {
+	n, err := unix.EpollWait(l.epfd, events, 0)
+	if err != nil {
+		return 0 // EINTR; nothing else is possible on a valid epoll fd
+	}
+	return n
+}
+
+// roundUp rounds t up to Grain; the zero time stays zero (no deadline).
+func roundUp(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	r := t.Round(Grain)
+	if r.Before(t) {
+		r = r.Add(Grain)
+	}
+	return r
+}

@@ -1,0 +1,177 @@
+package rawsock
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func socketpair(t *testing.T) [2]int {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Close(fds[0]); _ = unix.Close(fds[1]) })
+	return fds
+}
+
+func TestRecvAndSendOnNonBlockingSockets(t *testing.T) {
+	p := socketpair(t)
+	if _, err := Recv(p[0], make([]byte, 8)); !errors.Is(err, unix.EAGAIN) {
+		t.Fatalf("Recv on an empty socket: %v, want EAGAIN", err)
+	}
+	if n, err := Send(p[1], []byte("hello")); n != 5 || err != nil {
+		t.Fatalf("Send: %d, %v", n, err)
+	}
+	b := make([]byte, 8)
+	if n, err := Recv(p[0], b); err != nil || string(b[:n]) != "hello" {
+		t.Fatalf("Recv: %q, %v", b[:n], err)
+	}
+	if n, err := Recv(p[0], nil); n != 0 || err != nil {
+		t.Fatalf("Recv into nothing: %d, %v", n, err)
+	}
+	_ = unix.Close(p[0])
+	// MSG_NOSIGNAL: an EPIPE to book, not a SIGPIPE that ends the test.
+	if _, err := Send(p[1], []byte("x")); !errors.Is(err, unix.EPIPE) {
+		t.Fatalf("Send to a closed peer: %v, want EPIPE", err)
+	}
+}
+
+func TestSockaddrRoundTrips(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		family   int
+	}{
+		{"127.0.0.1:80", "127.0.0.1:80", syscall.AF_INET},
+		{"[::1]:443", "[::1]:443", syscall.AF_INET6},
+		{"[::ffff:127.0.0.2]:8080", "127.0.0.2:8080", syscall.AF_INET}, // dialled as IPv4, as net.Dial does
+		{"[2001:db8::1]:1", "[2001:db8::1]:1", syscall.AF_INET6},
+	} {
+		family, sa := Sockaddr(netip.MustParseAddrPort(tc.in))
+		if got := AddrPort(sa).String(); family != tc.family || got != tc.want {
+			t.Errorf("%s: family %d, back as %s; want %d, %s", tc.in, family, got, tc.family, tc.want)
+		}
+	}
+}
+
+// waitWritable polls fd for POLLOUT, as an event loop would wait for a
+// pending connect.
+func waitWritable(t *testing.T, fd int) {
+	t.Helper()
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	if _, err := unix.Poll(pfd, 5000); err != nil || pfd[0].Revents == 0 {
+		t.Fatalf("poll: %v, revents %#x", err, pfd[0].Revents)
+	}
+}
+
+// TestConnectAndAcceptThroughASecondListener: a second socket bound to a
+// listener's port (SO_REUSEPORT) accepts too, and a non-blocking connect's
+// outcome is read once the socket signals.
+func TestConnectAndAcceptThroughASecondListener(t *testing.T) {
+	lc := net.ListenConfig{Control: ReusePort}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ap := ln.Addr().(*net.TCPAddr).AddrPort()
+	second, err := Listener(ln.(*net.TCPListener), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(second)
+	if got, _ := LocalAddr(second); got != ap {
+		t.Fatalf("second listener on %s, want %s", got, ap)
+	}
+	_ = ln.Close() // only the second one is left to accept
+	fd, pending, err := Connect(ap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if pending {
+		waitWritable(t, fd)
+	}
+	if err := ConnectError(fd); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	local, _ := LocalAddr(fd)
+	var nfd int
+	var client netip.AddrPort
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if nfd, client, err = Accept(second); !errors.Is(err, unix.EAGAIN) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("accept: %v", err)
+	}
+	defer unix.Close(nfd)
+	if client != local {
+		t.Fatalf("accepted %s, want the connecting socket %s", client, local)
+	}
+}
+
+func TestConnectErrorReportsARefusal(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := ln.Addr().(*net.TCPAddr).AddrPort()
+	_ = ln.Close()
+	fd, pending, err := Connect(ap)
+	if err == nil && pending {
+		defer unix.Close(fd)
+		waitWritable(t, fd)
+		err = ConnectError(fd)
+	}
+	if !errors.Is(err, unix.ECONNREFUSED) {
+		t.Fatalf("connect to a closed port: %v, want ECONNREFUSED", err)
+	}
+}
+
+// TestDetachAndResetClose: a detached descriptor is the same socket, and
+// closing it with ResetClose resets the peer.
+func TestDetachAndResetClose(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	fd, err := Detach(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("the detached net.Conn still writes: %v", err)
+	}
+	if _, err := Send(fd, []byte("through the fd")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len("through the fd"))
+	if _, err := io.ReadFull(peer, got); err != nil || string(got) != "through the fd" {
+		t.Fatalf("peer read %q, %v", got, err)
+	}
+	ResetClose(fd)
+	_ = peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := peer.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("peer read %v after ResetClose, want ECONNRESET", err)
+	}
+}
