@@ -138,14 +138,17 @@ func (hc *hostCache) discoverGatewayAPI() error {
 		if _, ok := gws.started[rk.kind]; ok {
 			continue
 		}
-		v, ok := firstServed(rk, served)
+		v, ok := rk.firstServed(served)
 		if !ok {
 			hc.logMissingKindLocked(rk.kind, "any known version")
 			continue
 		}
-		k := hc.newGatewayKindLocked(rk.kind, v.version)
+		k := hc.newGatewayKindLocked(rk.kind, v)
 		for _, f := range gws.factories {
-			inf := v.informer(f)
+			inf, err := rk.informer(f, v)
+			if err != nil {
+				return fmt.Errorf("watching %s %s: %w", rk.kind, v, err)
+			}
 			if err := hc.handle(k, inf, hc.onRouteLocked, hc.onRouteDeleteLocked); err != nil {
 				return err
 			}
@@ -172,15 +175,6 @@ func (hc *hostCache) startKindLocked(k *kindWatch) {
 	}
 	hc.wg.Add(1)
 	go k.waitSynced()
-}
-
-func firstServed(k routeKind, served map[string]bool) (routeVersion, bool) {
-	for _, v := range k.versions {
-		if served[v.version+"/"+k.resource] {
-			return v, true
-		}
-	}
-	return routeVersion{}, false
 }
 
 // logMissingKindLocked says once per cache that a kind is not served.
