@@ -1,41 +1,60 @@
 package hairpin
 
-import (
-	"maps"
-	"slices"
+import "slices"
+
+// ownerKind is the kind of object that claims hosts. The constants are in
+// the order of the kinds' names, so that owners sort as "kind/key" strings
+// would.
+type ownerKind uint8
+
+const (
+	kindGateway ownerKind = iota
+	kindGRPCRoute
+	kindHTTPRoute
+	kindIngress
+	kindTLSRoute
+	kindCount
 )
 
-// claims is the mutable host table behind the index: which objects claim
-// which host for which target, so that a host named by several objects stays
-// until the last one goes. It is not safe for concurrent use; hostCache.mu
-// serialises access.
-type claims struct {
-	byOwner map[string]ownerClaims // owner key -> what it claims
-	byHost  map[string][]hostOwner // host -> the owners that name it
+var kindNames = [kindCount]string{"gateway", "grpcroute", "httproute", "ingress", "tlsroute"}
 
-	rejected   map[rejectedHost]int // rejected host -> number of owners naming it
-	unselected map[string]int       // kind -> objects that no target selects
-	objConfl   map[string]int       // kind -> objects that several targets select
-	hostConfl  map[string]struct{}  // hosts whose owners are on different targets
-	perTarget  map[*target]int      // target -> hosts it serves in live
+func (k ownerKind) String() string { return kindNames[k] }
 
-	live  *index              // the index as of the last publish, cloned on write
-	dirty map[string]struct{} // hosts whose winner must be recomputed
+// ownerRef names an owner: its kind and "namespace/name", or for a route
+// through one Gateway "namespace/name@gateway-namespace/gateway-name".
+type ownerRef struct {
+	kind ownerKind
+	key  string
 }
 
-// ownerClaims is what one object (an Ingress, a Gateway, a route) contributes.
+func (r ownerRef) String() string { return r.kind.String() + "/" + r.key }
+
+// less orders owners for the winner of a host.
+func (r ownerRef) less(o ownerRef) bool {
+	return r.kind < o.kind || (r.kind == o.kind && r.key < o.key)
+}
+
+// owner is one object that claims hosts: an Ingress, a Gateway's own
+// listeners, or a route through one Gateway. It is the identity the write
+// side works with; index slots point at the owner that won them. Its claims
+// are read and written only under hostCache.mu.
+type owner struct {
+	ownerRef
+	claims ownerClaims
+}
+
+// ownerClaims is what one owner contributes under the current targets.
 type ownerClaims struct {
-	kind       string // "ingress", "gateway", "httproute", ...
-	hosts      []string
-	target     *target
+	hosts      []string // served: lowercase FQDNs inside the zones
+	target     *target  // the target that answers them; nil when hosts is empty
 	rejected   []rejectedHost
-	unselected bool // no target selects the object
+	unselected bool // it names hosts, and no target selects it
 	conflict   bool // several targets select it; target is the winner
 }
 
 func (oc ownerClaims) equal(other ownerClaims) bool {
-	return oc.kind == other.kind && oc.target == other.target && oc.unselected == other.unselected &&
-		oc.conflict == other.conflict && slices.Equal(oc.hosts, other.hosts) && slices.Equal(oc.rejected, other.rejected)
+	return oc.target == other.target && oc.unselected == other.unselected && oc.conflict == other.conflict &&
+		slices.Equal(oc.hosts, other.hosts) && slices.Equal(oc.rejected, other.rejected)
 }
 
 func (oc ownerClaims) isEmpty() bool {
@@ -48,25 +67,42 @@ type rejectedHost struct {
 	reason string
 }
 
+// claims is the write side of the index: it keeps the next index up to date
+// with every owner's claims as they change, so that a publish is only a
+// pointer swap. A host named by one owner (nearly all of them) needs nothing
+// but its index slot, which names the owner; only hosts that several owners
+// name are listed in shared, so that the host stays until the last of them
+// goes. It is not safe for concurrent use; hostCache.mu serialises access.
+type claims struct {
+	live    *index              // the index as of the last publish
+	next    *index              // the index being written; nil until a change after a publish
+	own     [2][shardCount]bool // which shards of next are private copies
+	changed bool                // next differs from live
+	shared  map[string][]*owner // host -> every owner naming it, when there are several
+	owners  int                 // owners that claim anything
+
+	rejected   map[rejectedHost]int // rejected host -> number of owners naming it
+	unselected [kindCount]int       // objects that no target selects
+	objConfl   [kindCount]int       // objects that several targets select
+	hostConfl  map[string]struct{}  // hosts whose owners are on different targets
+	perTarget  map[*target]int      // target -> hosts it serves in next
+}
+
 func newClaims() *claims {
 	return &claims{
-		byOwner:    map[string]ownerClaims{},
-		byHost:     map[string][]hostOwner{},
-		rejected:   map[rejectedHost]int{},
-		unselected: map[string]int{},
-		objConfl:   map[string]int{},
-		hostConfl:  map[string]struct{}{},
-		perTarget:  map[*target]int{},
-		live:       emptyIndex,
-		dirty:      map[string]struct{}{},
+		live:      emptyIndex,
+		shared:    map[string][]*owner{},
+		rejected:  map[rejectedHost]int{},
+		hostConfl: map[string]struct{}{},
+		perTarget: map[*target]int{},
 	}
 }
 
-// set replaces what owner claims. An empty oc removes the owner. It returns
+// set replaces what o claims; an empty oc withdraws every claim. It returns
 // the rejected hosts that no owner named before, so each is logged once.
-func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost) {
-	old, had := c.byOwner[owner]
-	if had && old.equal(oc) {
+func (c *claims) set(o *owner, oc ownerClaims) (newlyRejected []rejectedHost) {
+	old := o.claims
+	if old.equal(oc) {
 		return nil // a status-only update: nothing to redo
 	}
 	for _, r := range oc.rejected {
@@ -75,121 +111,189 @@ func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost
 		}
 		c.rejected[r]++
 	}
-	c.count(oc, 1)
-	if had {
-		c.count(old, -1)
-		for _, r := range old.rejected {
-			if c.rejected[r]--; c.rejected[r] <= 0 {
-				delete(c.rejected, r)
-			}
-		}
-		for _, h := range old.hosts {
-			owners := slices.DeleteFunc(c.byHost[h], func(o hostOwner) bool { return o.owner == owner })
-			if len(owners) == 0 {
-				delete(c.byHost, h)
-			} else {
-				c.byHost[h] = owners
-			}
-			c.dirty[h] = struct{}{}
+	for _, r := range old.rejected {
+		if c.rejected[r]--; c.rejected[r] <= 0 {
+			delete(c.rejected, r)
 		}
 	}
-	if oc.isEmpty() {
-		delete(c.byOwner, owner)
-		return newlyRejected
+	c.count(o.kind, oc, 1)
+	c.count(o.kind, old, -1)
+	o.claims = oc
+	moved := old.target != oc.target
+	var keep, had func(string) bool
+	if !moved {
+		keep, had = membership(oc.hosts), membership(old.hosts)
 	}
-	c.byOwner[owner] = oc
+	for _, h := range old.hosts {
+		if moved || !keep(h) {
+			c.release(h, o)
+		}
+	}
 	for _, h := range oc.hosts {
-		c.byHost[h] = append(c.byHost[h], hostOwner{owner: owner, target: oc.target})
-		c.dirty[h] = struct{}{}
+		if moved || !had(h) {
+			c.claim(h, o)
+		}
 	}
 	return newlyRejected
 }
 
-// count adds d to the per-kind tallies that oc is part of.
-func (c *claims) count(oc ownerClaims, d int) {
+// count adds d to the tallies that oc is part of.
+func (c *claims) count(kind ownerKind, oc ownerClaims, d int) {
 	if oc.unselected {
-		c.unselected[oc.kind] += d
+		c.unselected[kind] += d
 	}
 	if oc.conflict {
-		c.objConfl[oc.kind] += d
+		c.objConfl[kind] += d
+	}
+	if !oc.isEmpty() {
+		c.owners += d
 	}
 }
 
-// publish returns a new immutable index that reflects every set since the last
-// publish. Only dirty hosts are recomputed; the maps are cloned once, so the
-// cost is a map copy, not a rebuild from the objects. changed is false when
-// nothing was dirty and the previous index is returned.
-func (c *claims) publish() (ix *index, changed bool) {
-	if len(c.dirty) == 0 {
-		return c.live, false
+// membership is a membership test over hosts; a set only for long lists.
+func membership(hosts []string) func(string) bool {
+	if len(hosts) <= 16 {
+		return func(h string) bool { return slices.Contains(hosts, h) }
 	}
-	next := *c.live // the shard arrays; every shard is shared until written
-	var cloned [2][shardCount]bool
-	for h := range c.dirty {
-		key, wild := hostKey(h)
-		s, which := &next.exact, 0
-		if wild {
-			s, which = &next.wildcard, 1
-		}
-		i := shardOf(key)
-		if !cloned[which][i] {
-			s.m[i] = maps.Clone(s.m[i])
-			cloned[which][i] = true
-		}
-		m := s.m[i]
-		if old, ok := m[key]; ok {
-			c.perTarget[old]--
-			if c.perTarget[old] <= 0 {
-				delete(c.perTarget, old)
-			}
-			delete(m, key)
-			s.n--
-		}
-		t, conflict := winner(c.byHost[h])
-		if t != nil {
-			m[key] = t
-			s.n++
-			c.perTarget[t]++
-		}
-		if conflict {
-			c.hostConfl[h] = struct{}{}
-		} else {
-			delete(c.hostConfl, h)
-		}
+	set := make(map[string]struct{}, len(hosts))
+	for _, h := range hosts {
+		set[h] = struct{}{}
 	}
-	if len(c.dirty) > 4096 {
-		c.dirty = map[string]struct{}{} // the first list's capacity is not kept
+	return func(h string) bool { _, ok := set[h]; return ok }
+}
+
+// claim adds o to the owners of host h (o's claims already name it).
+func (c *claims) claim(h string, o *owner) {
+	if owners, ok := c.shared[h]; ok {
+		if !slices.Contains(owners, o) {
+			owners = append(owners, o)
+			c.shared[h] = owners
+		}
+		c.elect(h, owners)
+		return
+	}
+	switch cur := c.winnerOf(h); cur {
+	case nil, o:
+		c.write(h, o)
+	default:
+		owners := []*owner{cur, o}
+		c.shared[h] = owners
+		c.elect(h, owners)
+	}
+}
+
+// release removes o from the owners of host h.
+func (c *claims) release(h string, o *owner) {
+	owners, ok := c.shared[h]
+	if !ok {
+		c.write(h, nil) // o was its only owner
+		return
+	}
+	owners = slices.DeleteFunc(owners, func(x *owner) bool { return x == o })
+	if len(owners) == 1 {
+		delete(c.shared, h)
 	} else {
-		clear(c.dirty)
+		c.shared[h] = owners
 	}
-	c.live = &next
-	return &next, true
+	c.elect(h, owners)
 }
 
-// hostOwner is one object naming a host. Nearly every host has exactly one,
-// so a slice costs one small allocation where a map per host cost several.
-type hostOwner struct {
-	owner  string
-	target *target
-}
-
-// winner picks the target of the lexically first owner, so that the answer
-// does not depend on event order when owners disagree. conflict is true when
-// the owners name different targets.
-func winner(owners []hostOwner) (t *target, conflict bool) {
-	var best *hostOwner
-	for i := range owners {
-		if best != nil && owners[i].target != best.target {
+// elect gives h to the lexically first owner, so that the answer does not
+// depend on event order when owners disagree, and records whether they do.
+func (c *claims) elect(h string, owners []*owner) {
+	best, conflict := owners[0], false
+	for _, o := range owners[1:] {
+		if o.claims.target != owners[0].claims.target {
 			conflict = true
 		}
-		if best == nil || owners[i].owner < best.owner {
-			best = &owners[i]
+		if o.less(best.ownerRef) {
+			best = o
 		}
 	}
-	if best == nil {
-		return nil, false
+	c.write(h, best)
+	if conflict {
+		c.hostConfl[h] = struct{}{}
+	} else {
+		delete(c.hostConfl, h)
 	}
-	return best.target, conflict
+}
+
+// winnerOf returns the owner whose slot h has in the index being written.
+func (c *claims) winnerOf(h string) *owner {
+	ix := c.next
+	if ix == nil {
+		ix = c.live
+	}
+	key, wild := hostKey(h)
+	s := &ix.exact
+	if wild {
+		s = &ix.wildcard
+	}
+	hh := hashOf(key)
+	t := &s.t[shardOf(hh)]
+	if i := t.find(key, hh); i >= 0 {
+		return t.slots[i].owner
+	}
+	return nil
+}
+
+// write sets h's slot in the next index to o and o's target, or removes it
+// when o is nil.
+func (c *claims) write(h string, o *owner) {
+	if c.next == nil {
+		next := *c.live // the shard arrays; every table is shared until written
+		c.next, c.own = &next, [2][shardCount]bool{}
+	}
+	key, wild := hostKey(h)
+	s, which := &c.next.exact, 0
+	if wild {
+		s, which = &c.next.wildcard, 1
+	}
+	hh := hashOf(key)
+	i := shardOf(hh)
+	t := &s.t[i]
+	if o == nil {
+		if t.find(key, hh) < 0 {
+			return
+		}
+	} else if j := t.find(key, hh); j >= 0 && t.slots[j].owner == o && t.slots[j].target == o.claims.target {
+		return
+	}
+	if !c.own[which][i] {
+		*t = t.clone()
+		c.own[which][i] = true
+	}
+	c.changed = true
+	if o == nil {
+		old, _ := t.remove(key, hh)
+		c.untally(old.target)
+		s.n--
+		return
+	}
+	if j := t.find(key, hh); j >= 0 {
+		c.untally(t.slots[j].target)
+	}
+	if t.put(hostSlot{key: key, target: o.claims.target, owner: o}, hh) {
+		s.n++
+	}
+	c.perTarget[o.claims.target]++
+}
+
+func (c *claims) untally(t *target) {
+	if c.perTarget[t]--; c.perTarget[t] <= 0 {
+		delete(c.perTarget, t)
+	}
+}
+
+// publish returns the index that reflects every set since the last publish;
+// changed is false when nothing changed and the previous index is returned.
+// The index returned is never written again.
+func (c *claims) publish() (ix *index, changed bool) {
+	if !c.changed {
+		return c.live, false
+	}
+	c.live, c.next, c.changed = c.next, nil, false
+	return c.live, true
 }
 
 // rejectedByReason counts the distinct hosts that are named but not served.

@@ -95,8 +95,8 @@ func TestForbiddenKindDegradesOnlyItsOwnHosts(t *testing.T) {
 
 func TestGatewayRecreatedDuringWatchGapIsApplied(t *testing.T) {
 	hc := newHostCache(nil, settings{zones: []string{"example.com."}, proxyIPs: ips("127.77.0.10"), gatewayClasses: []string{"*"}, labels: labels.Everything()})
-	hc.gateway.applied = map[string]specVersion{}
-	hc.gateway.routeGWs = map[string][]string{}
+	hc.gateway.applied = map[ownerRef]specVersion{}
+	hc.gateway.routeGWs = map[ownerRef][]ownerRef{}
 	// The same Gateway as a relist sees it: generation 1, by UID.
 	relisted := func(uid, host string) {
 		t.Helper()
@@ -124,7 +124,8 @@ func TestPublishAndStoreAreOneStep(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
 				hc.mu.Lock()
-				hc.setClaimsLocked(fmt.Sprintf("ingress/w%d/i%d", w, i), hc.claimsFor("ingress", []string{fmt.Sprintf("h%d-%d.example.com", w, i)}, selection{target: tgt}), time.Now())
+				ref := ownerRef{kind: kindIngress, key: fmt.Sprintf("w%d/i%d", w, i)}
+				hc.setNamedClaimsLocked(ref, hc.claimsFor([]string{fmt.Sprintf("h%d-%d.example.com", w, i)}, selection{target: tgt}), time.Now())
 				hc.mu.Unlock()
 				hc.publish()
 			}

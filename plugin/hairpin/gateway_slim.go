@@ -8,17 +8,23 @@ import (
 // routeView is what the index needs of any route kind and version: where it
 // lives, the hostnames it names and the Gateways it attaches to.
 type routeView struct {
-	kind      string // lowercase kind, used in owner keys: "httproute"
+	kind      ownerKind
 	namespace string
 	name      string
 	hostnames []gw.Hostname
 	parents   []gw.ParentReference
 }
 
-func (r routeView) owner() string { return r.kind + "/" + r.namespace + "/" + r.name }
+func (r routeView) owner() ownerRef { return ownerRef{kind: r.kind, key: r.namespace + "/" + r.name} }
 
-// gatewayOwner is the owner key of a Gateway's own listener hostnames.
-func gatewayOwner(ns, name string) string { return "gateway/" + ns + "/" + name }
+// through is the owner of the route's hostnames through one Gateway: each
+// Gateway may be fronted by another target, so each pair is its own owner.
+func (r ownerRef) through(gateway string) ownerRef {
+	return ownerRef{kind: r.kind, key: r.key + "@" + gateway}
+}
+
+// gatewayOwner is the owner of a Gateway's own listener hostnames.
+func gatewayOwner(ns, name string) ownerRef { return ownerRef{kind: kindGateway, key: ns + "/" + name} }
 
 // cachedGateway is what the informer keeps of a Gateway: its class and its
 // listeners' name, hostname and allowedRoutes.

@@ -75,7 +75,7 @@ func TestExactHostWinsOverWildcard(t *testing.T) {
 	other := newTarget("other/proxy", targetSelection{})
 	other.store(splitFamilies(ips("127.77.0.20")))
 	hc.mu.Lock()
-	hc.claims.set("ingress/test/exact", ownerClaims{hosts: []string{"exact.example.com."}, target: other})
+	hc.claims.set(&owner{ownerRef: ownerRef{kind: kindIngress, key: "test/exact"}}, ownerClaims{hosts: []string{"exact.example.com."}, target: other})
 	hc.mu.Unlock()
 	hc.publish()
 	h := newTestHairpin(hc, testZones)

@@ -14,16 +14,16 @@ import (
 // the pinned gateway-api module knows, newest first. The first version that
 // the cluster serves is watched.
 type routeKind struct {
-	kind     string // lowercase, as in owner keys
+	kind     ownerKind
 	resource string // plural resource name in discovery
 	versions []string
 }
 
 // routeKinds is every route kind whose hostnames hairpin serves.
 var routeKinds = []routeKind{
-	{kind: "httproute", resource: "httproutes", versions: []string{"v1"}},
-	{kind: "grpcroute", resource: "grpcroutes", versions: []string{"v1", "v1alpha2"}},
-	{kind: "tlsroute", resource: "tlsroutes", versions: []string{"v1", "v1alpha3", "v1alpha2"}},
+	{kind: kindHTTPRoute, resource: "httproutes", versions: []string{"v1"}},
+	{kind: kindGRPCRoute, resource: "grpcroutes", versions: []string{"v1", "v1alpha2"}},
+	{kind: kindTLSRoute, resource: "tlsroutes", versions: []string{"v1", "v1alpha3", "v1alpha2"}},
 }
 
 // informer is the shared informer of version of k in f.
@@ -51,24 +51,24 @@ func (k routeKind) firstServed(served map[string]bool) (string, bool) {
 // spec of its own with the same fields.
 func readRoute(obj any) (routeView, *meta.ObjectMeta, bool) {
 	var (
-		kind      string
+		kind      ownerKind
 		m         *meta.ObjectMeta
 		hostnames []gw.Hostname
 		spec      *gw.CommonRouteSpec
 	)
 	switch r := obj.(type) {
 	case *gw.HTTPRoute:
-		kind, m, hostnames, spec = "httproute", &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
+		kind, m, hostnames, spec = kindHTTPRoute, &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
 	case *gw.GRPCRoute:
-		kind, m, hostnames, spec = "grpcroute", &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
+		kind, m, hostnames, spec = kindGRPCRoute, &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
 	case *gwv1a2.GRPCRoute:
 		return readRoute((*gw.GRPCRoute)(r))
 	case *gw.TLSRoute:
-		kind, m, hostnames, spec = "tlsroute", &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
+		kind, m, hostnames, spec = kindTLSRoute, &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
 	case *gwv1a3.TLSRoute:
 		return readRoute((*gw.TLSRoute)(r))
 	case *gwv1a2.TLSRoute:
-		kind, m, hostnames, spec = "tlsroute", &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
+		kind, m, hostnames, spec = kindTLSRoute, &r.ObjectMeta, r.Spec.Hostnames, &r.Spec.CommonRouteSpec
 	default:
 		return routeView{}, nil, false
 	}
