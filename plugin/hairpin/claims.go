@@ -41,6 +41,7 @@ func (r ownerRef) less(o ownerRef) bool {
 type owner struct {
 	ownerRef
 	claims ownerClaims
+	num    uint32 // its number in the index's slots while it wins any; 0 for none
 }
 
 // ownerClaims is what one owner contributes under the current targets.
@@ -81,6 +82,13 @@ type claims struct {
 	shared  map[string][]*owner // host -> every owner naming it, when there are several
 	owners  int                 // owners that claim anything
 
+	// The numbers that slots name owners and targets by (slots hold no
+	// pointers). A number is given back when no slot of next names it.
+	byNum      []*owner // owner number -> owner; 0 is none
+	freeOwners []uint32
+	targetNum  map[*target]uint16
+	freeTarget []uint16
+
 	rejected   map[rejectedHost]int // rejected host -> number of owners naming it
 	unselected [kindCount]int       // objects that no target selects
 	objConfl   [kindCount]int       // objects that several targets select
@@ -92,6 +100,8 @@ func newClaims() *claims {
 	return &claims{
 		live:      emptyIndex,
 		shared:    map[string][]*owner{},
+		byNum:     []*owner{nil},
+		targetNum: map[*target]uint16{},
 		rejected:  map[rejectedHost]int{},
 		hostConfl: map[string]struct{}{},
 		perTarget: map[*target]int{},
@@ -133,6 +143,11 @@ func (c *claims) set(o *owner, oc ownerClaims) (newlyRejected []rejectedHost) {
 		if moved || !had(h) {
 			c.claim(h, o)
 		}
+	}
+	if len(oc.hosts) == 0 && o.num != 0 { // it wins no slot any more
+		c.byNum[o.num] = nil
+		c.freeOwners = append(c.freeOwners, o.num)
+		o.num = 0
 	}
 	return newlyRejected
 }
@@ -232,7 +247,7 @@ func (c *claims) winnerOf(h string) *owner {
 	hh := hashOf(key)
 	t := &s.t[shardOf(hh)]
 	if i := t.find(key, hh); i >= 0 {
-		return t.slots[i].owner
+		return c.byNum[t.slots[i].owner]
 	}
 	return nil
 }
@@ -242,6 +257,7 @@ func (c *claims) winnerOf(h string) *owner {
 func (c *claims) write(h string, o *owner) {
 	if c.next == nil {
 		next := *c.live // the shard arrays; every table is shared until written
+		next.targets = slices.Clone(c.live.targets)
 		c.next, c.own = &next, [2][shardCount]bool{}
 	}
 	key, wild := hostKey(h)
@@ -252,11 +268,11 @@ func (c *claims) write(h string, o *owner) {
 	hh := hashOf(key)
 	i := shardOf(hh)
 	t := &s.t[i]
-	if o == nil {
-		if t.find(key, hh) < 0 {
-			return
-		}
-	} else if j := t.find(key, hh); j >= 0 && t.slots[j].owner == o && t.slots[j].target == o.claims.target {
+	j := t.find(key, hh)
+	switch {
+	case o == nil && j < 0:
+		return
+	case o != nil && j >= 0 && c.byNum[t.slots[j].owner] == o && c.next.targets[t.slots[j].target] == o.claims.target:
 		return
 	}
 	if !c.own[which][i] {
@@ -264,24 +280,79 @@ func (c *claims) write(h string, o *owner) {
 		c.own[which][i] = true
 	}
 	c.changed = true
+	if j >= 0 {
+		c.untally(c.next.targets[t.slots[j].target])
+	}
 	if o == nil {
-		old, _ := t.remove(key, hh)
-		c.untally(old.target)
+		t.remove(key, hh)
 		s.n--
 		return
 	}
-	if j := t.find(key, hh); j >= 0 {
-		c.untally(t.slots[j].target)
+	tn, ok := c.numberTarget(o.claims.target)
+	if !ok {
+		if j >= 0 {
+			t.remove(key, hh)
+			s.n--
+		}
+		return
 	}
-	if t.put(hostSlot{key: key, target: o.claims.target, owner: o}, hh) {
+	if t.set(key, hh, tn, c.numberOwner(o)) {
 		s.n++
 	}
 	c.perTarget[o.claims.target]++
 }
 
+// numberOwner returns o's number, giving it one if it has none.
+func (c *claims) numberOwner(o *owner) uint32 {
+	if o.num != 0 {
+		return o.num
+	}
+	if n := len(c.freeOwners); n > 0 {
+		o.num, c.freeOwners = c.freeOwners[n-1], c.freeOwners[:n-1]
+		c.byNum[o.num] = o
+	} else {
+		o.num = uint32(len(c.byNum))
+		c.byNum = append(c.byNum, o)
+	}
+	return o.num
+}
+
+// numberTarget returns t's number in the next index, giving it one if it
+// has none. Targets are the Services of one namespace, far fewer than the
+// 65,536 numbers; a target beyond them is not served, and says so once.
+func (c *claims) numberTarget(t *target) (uint16, bool) {
+	if n, ok := c.targetNum[t]; ok {
+		return n, true
+	}
+	var n uint16
+	switch last := len(c.freeTarget) - 1; {
+	case last >= 0:
+		n, c.freeTarget = c.freeTarget[last], c.freeTarget[:last]
+		c.next.targets[n] = t
+	case len(c.next.targets) <= 0xffff:
+		n = uint16(len(c.next.targets))
+		c.next.targets = append(c.next.targets, t)
+	default:
+		tooManyTargetsLog.do(t.name, func() { log.Errorf("target %s is not served: more than 65,536 targets answer hosts", t.name) })
+		return 0, false
+	}
+	c.targetNum[t] = n
+	return n, true
+}
+
+var tooManyTargetsLog = newOnceLog()
+
+// untally counts one slot fewer for t, and gives its number back when no
+// slot of next names it any more.
 func (c *claims) untally(t *target) {
-	if c.perTarget[t]--; c.perTarget[t] <= 0 {
-		delete(c.perTarget, t)
+	if c.perTarget[t]--; c.perTarget[t] > 0 {
+		return
+	}
+	delete(c.perTarget, t)
+	if n, ok := c.targetNum[t]; ok {
+		delete(c.targetNum, t)
+		c.next.targets[n] = nil
+		c.freeTarget = append(c.freeTarget, n)
 	}
 }
 

@@ -87,3 +87,29 @@ func TestPublishedIndexIsNeverWrittenAgain(t *testing.T) {
 		t.Fatal("a publish with nothing set reports a change")
 	}
 }
+
+// TestTargetNumbersAreReusedOnlyInTheNextIndex: slots name targets by
+// number; a number that no slot names any more goes to the next target, and
+// an index published before still answers with the target it had.
+func TestTargetNumbersAreReusedOnlyInTheNextIndex(t *testing.T) {
+	a, b, cc := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{}), newTarget("ns/c", targetSelection{})
+	c := newClaims()
+	first, second := ingressOwnerOf("x/first"), ingressOwnerOf("x/second")
+	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: a})
+	before, _ := c.publish()
+	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: b}) // a's number is free now
+	c.set(second, ownerClaims{hosts: []string{"two.example.com."}, target: cc})
+	after, _ := c.publish()
+	if got := before.lookup("one.example.com."); got != a {
+		t.Errorf("the earlier index answers one with %v, want a", got)
+	}
+	if got := after.lookup("one.example.com."); got != b {
+		t.Errorf("the later index answers one with %v, want b", got)
+	}
+	if got := after.lookup("two.example.com."); got != cc {
+		t.Errorf("the later index answers two with %v, want c", got)
+	}
+	if len(after.targets) != 2 {
+		t.Errorf("the later index numbers %d targets, want 2 (a's number reused)", len(after.targets))
+	}
+}

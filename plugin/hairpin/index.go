@@ -11,8 +11,9 @@ import "strings"
 // only the shards its changes touch: with 200,000 hosts one change costs a
 // copy of about 800 slots instead of the whole index.
 type index struct {
-	exact    shards // "app.example.com." -> target
-	wildcard shards // "example.com." for "*.example.com." -> target
+	exact    shards    // "app.example.com." -> target
+	wildcard shards    // "example.com." for "*.example.com." -> target
+	targets  []*target // by the numbers in the slots
 }
 
 // shardCount is a power of two: the top bits of a hash pick the shard.
@@ -30,11 +31,11 @@ var emptyIndex = &index{}
 
 func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
 
-func (s *shards) get(key string) *target {
+func (ix *index) get(s *shards, key string) *target {
 	h := hashOf(key)
 	t := &s.t[shardOf(h)]
 	if i := t.find(key, h); i >= 0 {
-		return t.slots[i].target
+		return ix.targets[t.slots[i].target]
 	}
 	return nil
 }
@@ -44,7 +45,7 @@ func (s *shards) get(key string) *target {
 // label, as in Ingress semantics. The cost is one or two table reads
 // whatever the size.
 func (ix *index) lookup(qname string) *target {
-	if t := ix.exact.get(qname); t != nil {
+	if t := ix.get(&ix.exact, qname); t != nil {
 		return t
 	}
 	if ix.wildcard.n == 0 {
@@ -54,7 +55,7 @@ func (ix *index) lookup(qname string) *target {
 	if dot <= 0 || dot == len(qname)-1 {
 		return nil
 	}
-	return ix.wildcard.get(qname[dot+1:])
+	return ix.get(&ix.wildcard, qname[dot+1:])
 }
 
 // size returns the number of exact and wildcard hosts.
@@ -64,9 +65,10 @@ func (ix *index) size() (exact, wildcard int) { return ix.exact.n, ix.wildcard.n
 func (ix *index) each(f func(host string, t *target)) {
 	for prefix, s := range map[string]*shards{"": &ix.exact, "*.": &ix.wildcard} {
 		for i := range s.t {
-			for j, tag := range s.t[i].tags {
-				if tag != 0 {
-					f(prefix+s.t[i].slots[j].key, s.t[i].slots[j].target)
+			t := &s.t[i]
+			for j := range t.slots {
+				if slot := &t.slots[j]; slot.klen != 0 {
+					f(prefix+t.keyOf(slot), ix.targets[slot.target])
 				}
 			}
 		}

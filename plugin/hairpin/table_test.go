@@ -3,6 +3,7 @@ package hairpin
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -14,21 +15,23 @@ func TestHostTableAgreesWithAMap(t *testing.T) {
 		t.Run(fmt.Sprintf("keys=%d", n), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(n), 1))
 			var tbl hostTable
-			want := map[string]*target{}
-			targets := []*target{newTarget("a", targetSelection{}), newTarget("b", targetSelection{})}
+			want := map[string]uint16{}
 			for op := 0; op < 20*n; op++ {
 				key := fmt.Sprintf("h%d.example.com.", r.IntN(2*n))
 				if r.IntN(3) == 0 {
 					_, had := want[key]
-					if _, ok := tbl.remove(key, hashOf(key)); ok != had {
+					if ok := tbl.remove(key, hashOf(key)); ok != had {
 						t.Fatalf("op %d: remove(%s) = %v, want %v", op, key, ok, had)
 					}
 					delete(want, key)
 					continue
 				}
-				tg := targets[r.IntN(2)]
+				tg := uint16(r.IntN(2))
+				if r.IntN(4) == 0 {
+					key += strings.Repeat("long.", 12) // beyond what a slot holds
+				}
 				_, had := want[key]
-				if added := tbl.put(hostSlot{key: key, target: tg}, hashOf(key)); added == had {
+				if added := tbl.set(key, hashOf(key), tg, 7); added == had {
 					t.Fatalf("op %d: put(%s) added = %v, want %v", op, key, added, !had)
 				}
 				want[key] = tg
@@ -37,15 +40,16 @@ func TestHostTableAgreesWithAMap(t *testing.T) {
 				t.Fatalf("table holds %d, map %d", tbl.n, len(want))
 			}
 			for i := 0; i < 2*n; i++ {
-				key := fmt.Sprintf("h%d.example.com.", i)
-				j := tbl.find(key, hashOf(key))
-				tg, ok := want[key]
-				if (j >= 0) != ok || (ok && tbl.slots[j].target != tg) {
-					t.Fatalf("%s: found %v, want %v (%v)", key, j >= 0, ok, tg)
+				for _, key := range []string{fmt.Sprintf("h%d.example.com.", i), fmt.Sprintf("h%d.example.com.", i) + strings.Repeat("long.", 12)} {
+					j := tbl.find(key, hashOf(key))
+					tg, ok := want[key]
+					if (j >= 0) != ok || (ok && (tbl.slots[j].target != tg || tbl.keyOf(&tbl.slots[j]) != key)) {
+						t.Fatalf("%s: found %v, want %v (%v)", key, j >= 0, ok, tg)
+					}
 				}
 			}
-			if len(want) > 0 && overfull(tbl.n, len(tbl.tags)) {
-				t.Errorf("%d of %d slots used: over the load bound", tbl.n, len(tbl.tags))
+			if len(want) > 0 && overfull(tbl.n, len(tbl.slots)) {
+				t.Errorf("%d of %d slots used: over the load bound", tbl.n, len(tbl.slots))
 			}
 		})
 	}
@@ -53,10 +57,9 @@ func TestHostTableAgreesWithAMap(t *testing.T) {
 
 func TestHostTableCloneIsIndependent(t *testing.T) {
 	var a hostTable
-	tg := newTarget("a", targetSelection{})
 	for i := range 50 {
 		key := fmt.Sprintf("h%d.", i)
-		a.put(hostSlot{key: key, target: tg}, hashOf(key))
+		a.set(key, hashOf(key), 1, 1)
 	}
 	b := a.clone()
 	for i := range 50 {
