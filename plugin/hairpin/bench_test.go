@@ -92,7 +92,7 @@ func BenchmarkServeDNS(b *testing.B) {
 
 // targetsCache builds a serving discovery cache the way the watches do: nt
 // targets, each selecting its own class and zone, and Ingresses of two hosts
-// each, spread evenly over them, fed through onIngressLocked (selection and
+// each, spread evenly over them, fed through the Ingress store (selection and
 // zone checks included) and published. It returns the hosts in creation
 // order.
 func targetsCache(b *testing.B, nt, ingresses int) (*hostCache, []string) {
@@ -110,12 +110,12 @@ func targetsCache(b *testing.B, nt, ingresses int) (*hostCache, []string) {
 	now := time.Now()
 	for i := range ingresses {
 		t := i % nt
-		ing := &cachedIngress{
-			objectMeta: objectMeta{namespace: fmt.Sprintf("tenant-%03d", t), name: fmt.Sprintf("app-%06d", i)},
-			className:  fmt.Sprintf("tenant-%03d", t),
-			hosts:      []string{fmt.Sprintf("app-%06d.tenant-%03d.example.com.", i, t), fmt.Sprintf("api-%06d.tenant-%03d.example.com.", i, t)},
+		ing := &ingressEntry{
+			owner: owner{ownerRef: ownerRef{kind: kindIngress, key: fmt.Sprintf("tenant-%03d/app-%06d", t, i)}},
+			class: fmt.Sprintf("tenant-%03d", t),
+			hosts: []string{fmt.Sprintf("app-%06d.tenant-%03d.example.com.", i, t), fmt.Sprintf("api-%06d.tenant-%03d.example.com.", i, t)},
 		}
-		hc.onIngressLocked(ing, now)
+		hc.ingresses.upsertLocked(ing, now)
 		hosts = append(hosts, ing.hosts...)
 	}
 	hc.publishLocked()

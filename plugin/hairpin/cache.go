@@ -19,7 +19,10 @@ type hostCache struct {
 
 	mu           sync.Mutex // serialises event handlers and publishing
 	claims       *claims
-	targets      targets // every known target, explicit or discovered
+	ingresses    *ingressStore
+	named        map[ownerRef]*owner  // the owners of the Gateway API kinds that claim anything
+	targets      targets              // every known target, explicit or discovered
+	byClass      map[string]selection // the target of each Ingress class, until the targets change
 	defaultClass string
 	pending      []time.Time // arrival times of events not yet published
 	reselect     bool        // targets changed: every object's claims are recomputed
@@ -43,7 +46,9 @@ func newHostCache(c *clients, s settings) *hostCache {
 		clients:  c,
 		id:       hex.EncodeToString(sum[:4]),
 		claims:   newClaims(),
+		named:    map[ownerRef]*owner{},
 		targets:  targets{},
+		byClass:  map[string]selection{},
 		kick:     make(chan struct{}, 1),
 		openCh:   make(chan struct{}),
 		stopCh:   make(chan struct{}),
@@ -51,6 +56,7 @@ func newHostCache(c *clients, s settings) *hostCache {
 	if t := explicitTarget(s); t != nil {
 		hc.targets[t.name] = t
 	}
+	hc.ingresses = newIngressStore(hc)
 	hc.idx.Store(emptyIndex)
 	return hc
 }
@@ -68,6 +74,7 @@ func (hc *hostCache) start() error {
 	for _, f := range hc.watches.factories {
 		f.Start(hc.stopCh)
 	}
+	hc.runControllers()
 	kinds := hc.kinds // the Gateway API kinds wait for their own sync
 	hc.mu.Lock()
 	hc.ensureGatewayWatchesLocked()
@@ -180,19 +187,35 @@ func (hc *hostCache) openUp(unsynced []string) {
 	log.Infof("cache %s: serving %d hosts and %d wildcards for %d targets", hc.id, exact, wild, targets)
 }
 
-// setClaimsLocked records what owner claims now and schedules a publish.
-// The caller holds hc.mu.
-func (hc *hostCache) setClaimsLocked(owner string, oc ownerClaims, arrived time.Time) {
-	for _, r := range hc.claims.set(owner, oc) {
-		log.Warningf("not serving host %q named by %s: %s", r.host, owner, rejectionText(r.reason))
+// setClaimsLocked records what o claims now and schedules a publish. The
+// caller holds hc.mu.
+func (hc *hostCache) setClaimsLocked(o *owner, oc ownerClaims, arrived time.Time) {
+	for _, r := range hc.claims.set(o, oc) {
+		log.Warningf("not serving host %q named by %s: %s", r.host, o, rejectionText(r.reason))
 	}
 	hc.pending = append(hc.pending, arrived)
 	hc.schedulePublish()
 }
 
+// setNamedClaimsLocked is setClaimsLocked for an owner known by its ref (a
+// Gateway, a route through one Gateway), kept in hc.named while it claims
+// anything.
+func (hc *hostCache) setNamedClaimsLocked(ref ownerRef, oc ownerClaims, arrived time.Time) {
+	o, ok := hc.named[ref]
+	if !ok {
+		o = &owner{ownerRef: ref}
+		hc.named[ref] = o
+	}
+	hc.setClaimsLocked(o, oc, arrived)
+	if o.claims.isEmpty() {
+		delete(hc.named, ref)
+	}
+}
+
 // targetsChangedLocked schedules a full recomputation: which target selects
 // which object may have changed for any object. The caller holds hc.mu.
 func (hc *hostCache) targetsChangedLocked() {
+	clear(hc.byClass)
 	hc.reselect = true
 	hc.pending = append(hc.pending, time.Now())
 	hc.schedulePublish()

@@ -2,12 +2,17 @@ package hairpin
 
 import (
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	_ "github.com/coredns/coredns/plugin/template"
+
 	"github.com/go-logr/logr"
+	"github.com/miekg/dns"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -90,8 +95,8 @@ func TestForbiddenKindDegradesOnlyItsOwnHosts(t *testing.T) {
 
 func TestGatewayRecreatedDuringWatchGapIsApplied(t *testing.T) {
 	hc := newHostCache(nil, settings{zones: []string{"example.com."}, proxyIPs: ips("127.77.0.10"), gatewayClasses: []string{"*"}, labels: labels.Everything()})
-	hc.gateway.applied = map[string]specVersion{}
-	hc.gateway.routeGWs = map[string][]string{}
+	hc.gateway.applied = map[ownerRef]specVersion{}
+	hc.gateway.routeGWs = map[ownerRef][]ownerRef{}
 	// The same Gateway as a relist sees it: generation 1, by UID.
 	relisted := func(uid, host string) {
 		t.Helper()
@@ -119,7 +124,8 @@ func TestPublishAndStoreAreOneStep(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
 				hc.mu.Lock()
-				hc.setClaimsLocked(fmt.Sprintf("ingress/w%d/i%d", w, i), hc.claimsFor("ingress", []string{fmt.Sprintf("h%d-%d.example.com", w, i)}, selection{target: tgt}), time.Now())
+				ref := ownerRef{kind: kindIngress, key: fmt.Sprintf("w%d/i%d", w, i)}
+				hc.setNamedClaimsLocked(ref, hc.claimsFor([]string{fmt.Sprintf("h%d-%d.example.com", w, i)}, selection{target: tgt}), time.Now())
 				hc.mu.Unlock()
 				hc.publish()
 			}
@@ -185,4 +191,78 @@ func TestWatchFailuresAreOursNotKlogs(t *testing.T) {
 			t.Errorf("a watch failure went through klog, where another plugin's sink prints every retry: %q", l)
 		}
 	}
+}
+
+func TestUnreachableAPIServerDoesNotHoldStartupOrDNS(t *testing.T) {
+	// An apiserver that accepts TCP and never answers.
+	stall, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stall.Close()
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := stall.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	kubeconfig := writeKubeconfig(t, "http://"+stall.Addr().String())
+	registerDirective(t)
+
+	port := freeLoopbackPort(t)
+	started := make(chan *dns.Msg, 1)
+	go func() {
+		inst := startCorefile(t, fmt.Sprintf(`example.com:%d {
+    bind 127.0.0.1
+    hairpin {
+        proxy_ip 127.77.0.10
+        gateway_class *
+        kubeconfig %s
+        startup_timeout 500ms
+    }
+    template IN A other.example.com {
+        answer "{{ .Name }} 60 IN A 192.0.2.1"
+    }
+}`, port, kubeconfig))
+		_ = inst
+		started <- exchange(t, fmt.Sprintf("127.0.0.1:%d", port), "other.example.com.", dns.TypeA)
+	}()
+	select {
+	case r := <-started:
+		if len(r.Answer) != 1 {
+			t.Fatalf("other names are not answered while the apiserver stalls: %v", r)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("CoreDNS did not start serving within startup_timeout (plus slack) while the apiserver stalls")
+	}
+}
+
+func writeKubeconfig(t *testing.T, server string) string {
+	t.Helper()
+	path := t.TempDir() + "/kubeconfig"
+	body := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, server)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // The fuzz targets cover what parses untrusted input: Corefile stanzas,
@@ -60,6 +61,24 @@ func FuzzClassifyHosts(f *testing.F) {
 			if h != strings.ToLower(h) || !strings.HasSuffix(h, ".") || !validHost(h) || !inZones(zones, h) {
 				t.Fatalf("served %q (zone %q) is not a lowercase FQDN inside the zone", h, zone)
 			}
+		}
+	})
+}
+
+// FuzzValidHost: the hand-written check accepts exactly what apimachinery's
+// validation does.
+func FuzzValidHost(f *testing.F) {
+	for _, seed := range []string{"app.example.com.", "*.example.com.", "a", "-a.b", "a-.b", "a..b", "A.b", "*.*.b", "*", "*.", ".", "", "a_b.c", "0.0", strings.Repeat("a.", 127) + "b"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		h := strings.TrimSuffix(host, ".")
+		want := len(validation.IsDNS1123Subdomain(h)) == 0
+		if strings.HasPrefix(h, "*.") {
+			want = len(validation.IsWildcardDNS1123Subdomain(h)) == 0
+		}
+		if got := validHost(host); got != want {
+			t.Fatalf("validHost(%q) = %v, apimachinery says %v", host, got, want)
 		}
 	})
 }

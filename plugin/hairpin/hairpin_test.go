@@ -2,6 +2,8 @@ package hairpin
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -73,7 +75,7 @@ func TestExactHostWinsOverWildcard(t *testing.T) {
 	other := newTarget("other/proxy", targetSelection{})
 	other.store(splitFamilies(ips("127.77.0.20")))
 	hc.mu.Lock()
-	hc.claims.set("ingress/test/exact", ownerClaims{hosts: []string{"exact.example.com."}, target: other})
+	hc.claims.set(&owner{ownerRef: ownerRef{kind: kindIngress, key: "test/exact"}}, ownerClaims{hosts: []string{"exact.example.com."}, target: other})
 	hc.mu.Unlock()
 	hc.publish()
 	h := newTestHairpin(hc, testZones)
@@ -169,5 +171,29 @@ func TestAnswerWithEDNS0(t *testing.T) {
 	}
 	if rec.Msg == nil || len(rec.Msg.Answer) != 1 || rec.Msg.Rcode != dns.RcodeSuccess {
 		t.Fatalf("EDNS0 query: got %v", rec.Msg)
+	}
+}
+
+func TestRootZoneNoDataReachesTheClient(t *testing.T) {
+	useFakeClients(t, ingress("default", "app", "", "app.example.com"))
+	port := freeLoopbackPort(t)
+	startCorefile(t, fmt.Sprintf(`.:%d {
+    bind 127.0.0.1
+    hairpin . {
+        proxy_ip 127.77.0.10
+    }
+}`, port))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for _, qtype := range []uint16{dns.TypeAAAA, dns.TypeHTTPS, dns.TypeSVCB} {
+		t.Run(dns.TypeToString[qtype], func(t *testing.T) {
+			r := exchange(t, addr, "app.example.com.", qtype)
+			if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 || len(r.Ns) != 1 {
+				t.Fatalf("want NODATA with one SOA, got %v", r)
+			}
+			soa, ok := r.Ns[0].(*dns.SOA)
+			if !ok || soa.Hdr.Name != "." || strings.Contains(soa.Ns, "..") || strings.Contains(soa.Mbox, "..") {
+				t.Fatalf("authority %v, want a well-formed SOA for the root zone", r.Ns[0])
+			}
+		})
 	}
 }

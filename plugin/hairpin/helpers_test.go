@@ -51,7 +51,7 @@ func syncedCache(t testing.TB, zones []string, proxy []net.IP, hosts ...string) 
 	tgt := hc.targets[defaultProxyNamespace+"/"+defaultProxyName]
 	tgt.store(splitFamilies(proxy))
 	hc.mu.Lock()
-	hc.setClaimsLocked("ingress/test/app", hc.claimsFor("ingress", hosts, selection{target: tgt}), time.Now())
+	hc.setNamedClaimsLocked(ownerRef{kind: kindIngress, key: "test/app"}, hc.claimsFor(hosts, selection{target: tgt}), time.Now())
 	hc.mu.Unlock()
 	hc.publish()
 	hc.open.Store(true)

@@ -19,6 +19,9 @@ const (
 // the target bounds what one controller's tenants may claim. Empty hosts (a
 // rule for every host) name nothing and are dropped.
 func classifyHosts(hosts []string, stanzaZones, targetZones []string) (served []string, rejected []rejectedHost) {
+	if allServed(hosts, stanzaZones, targetZones) {
+		return hosts, nil
+	}
 	for _, h := range hosts {
 		if h == "" {
 			continue
@@ -39,6 +42,19 @@ func classifyHosts(hosts []string, stanzaZones, targetZones []string) (served []
 	return served, rejected
 }
 
+// allServed reports whether hosts are served as they are: normalised, valid,
+// inside both zone lists, each once. They are then served without a copy,
+// which is the common case: 100,000 Ingresses do not keep their hosts twice.
+// The caller never writes to what classifyHosts returns.
+func allServed(hosts []string, stanzaZones, targetZones []string) bool {
+	for i, h := range hosts {
+		if h == "" || toFQDN(h) != h || !validHost(h) || !inZones(stanzaZones, h) || !inZones(targetZones, h) || slices.Contains(hosts[:i], h) {
+			return false
+		}
+	}
+	return len(hosts) > 0
+}
+
 // toFQDN lowercases host and adds the trailing dot, allocating only when it
 // must.
 func toFQDN(host string) string {
@@ -49,13 +65,35 @@ func toFQDN(host string) string {
 }
 
 // validHost accepts a DNS-1123 subdomain, optionally with one leading "*."
-// label, given as an FQDN.
+// label, given as an FQDN: what apimachinery's IsDNS1123Subdomain and
+// IsWildcardDNS1123Subdomain accept (FuzzValidHost holds them equal), without
+// their regular expressions, which were most of the CPU time of a first sync
+// of 200,000 hosts.
 func validHost(fqdn string) bool {
 	h := strings.TrimSuffix(fqdn, ".")
-	if strings.HasPrefix(h, "*.") {
-		return len(validation.IsWildcardDNS1123Subdomain(h)) == 0
+	if len(h) > validation.DNS1123SubdomainMaxLength {
+		return false
 	}
-	return len(validation.IsDNS1123Subdomain(h)) == 0
+	for label := range strings.SplitSeq(strings.TrimPrefix(h, "*."), ".") {
+		if !isDNS1123Label(label) {
+			return false
+		}
+	}
+	return true
+}
+
+// isDNS1123Label: lowercase letters, digits and inner hyphens, at least one
+// character (the length limit of a label is not part of a subdomain's).
+func isDNS1123Label(l string) bool {
+	if l == "" || l[0] == '-' || l[len(l)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if c := l[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // rejectionText is the log wording of a rejection reason.

@@ -1,70 +1,61 @@
 package hairpin
 
-import (
-	"maps"
-	"slices"
-	"strings"
-)
+import "strings"
 
 // index is an immutable snapshot of the served hosts. The query path reads it
-// through an atomic pointer and never takes a lock; writers build a new one and
-// swap it in. Each entry points at the target it was built for.
+// through an atomic pointer and never takes a lock; the write side (claims)
+// builds the next one and swaps it in. Each entry points at the target it
+// answers with.
 //
-// The maps are split into shards by a hash of the key, so that a publish
-// copies only the shards its changes touch: with 200,000 hosts one change
-// costs a copy of about 800 entries instead of the whole index.
+// The hosts are split into shards by their hash, so that a publish copies
+// only the shards its changes touch: with 200,000 hosts one change costs a
+// copy of about 800 slots instead of the whole index.
 type index struct {
-	exact    shards // "app.example.com." -> target
-	wildcard shards // "example.com." for "*.example.com." -> target
+	exact    shards    // "app.example.com." -> target
+	wildcard shards    // "example.com." for "*.example.com." -> target
+	targets  []*target // by the numbers in the slots
 }
 
-// shardCount is a power of two; shardOf masks with it.
-const shardCount = 256
+// shardCount is a power of two: the top bits of a hash pick the shard.
+const (
+	shardBits  = 8
+	shardCount = 1 << shardBits
+)
 
 type shards struct {
-	m [shardCount]map[string]*target
-	n int // entries in all shards
+	t [shardCount]hostTable
+	n int // hosts in all shards
 }
 
-var emptyIndex = newIndex()
+var emptyIndex = &index{}
 
-func newIndex() *index {
-	ix := &index{}
-	for i := range ix.exact.m {
-		ix.exact.m[i] = map[string]*target{}
-		ix.wildcard.m[i] = map[string]*target{}
+func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
+
+func (ix *index) get(s *shards, key string) *target {
+	h := hashOf(key)
+	t := &s.t[shardOf(h)]
+	if i := t.find(key, h); i >= 0 {
+		return ix.targets[t.slots[i].target]
 	}
-	return ix
-}
-
-// shardOf is FNV-1a of key, masked to a shard.
-func shardOf(key string) int {
-	h := uint32(2166136261)
-	for i := 0; i < len(key); i++ {
-		h ^= uint32(key[i])
-		h *= 16777619
-	}
-	return int(h & (shardCount - 1))
-}
-
-func (s *shards) get(key string) (*target, bool) {
-	t, ok := s.m[shardOf(key)][key]
-	return t, ok
+	return nil
 }
 
 // lookup returns the target for the lowercased, fully qualified qname, or nil.
 // An exact host wins over a wildcard, and a wildcard matches exactly one
-// label, as in Ingress semantics. The cost is two map reads whatever the size.
+// label, as in Ingress semantics. The cost is one or two table reads
+// whatever the size.
 func (ix *index) lookup(qname string) *target {
-	if t, ok := ix.exact.get(qname); ok {
+	if t := ix.get(&ix.exact, qname); t != nil {
 		return t
+	}
+	if ix.wildcard.n == 0 {
+		return nil
 	}
 	dot := strings.IndexByte(qname, '.')
 	if dot <= 0 || dot == len(qname)-1 {
 		return nil
 	}
-	t, _ := ix.wildcard.get(qname[dot+1:])
-	return t
+	return ix.get(&ix.wildcard, qname[dot+1:])
 }
 
 // size returns the number of exact and wildcard hosts.
@@ -72,219 +63,23 @@ func (ix *index) size() (exact, wildcard int) { return ix.exact.n, ix.wildcard.n
 
 // each calls f for every host in the index, wildcards as "*.parent".
 func (ix *index) each(f func(host string, t *target)) {
-	for _, m := range ix.exact.m {
-		for h, t := range m {
-			f(h, t)
-		}
-	}
-	for _, m := range ix.wildcard.m {
-		for h, t := range m {
-			f("*."+h, t)
+	for prefix, s := range map[string]*shards{"": &ix.exact, "*.": &ix.wildcard} {
+		for i := range s.t {
+			t := &s.t[i]
+			for j := range t.slots {
+				if slot := &t.slots[j]; slot.klen != 0 {
+					f(prefix+t.keyOf(slot), ix.targets[slot.target])
+				}
+			}
 		}
 	}
 }
 
-// hostKey is where a normalized host lives in the index: the wildcard map is
-// keyed by the parent of "*.".
+// hostKey is where a normalized host lives in the index: the wildcard shards
+// are keyed by the parent of "*.".
 func hostKey(host string) (key string, wildcard bool) {
 	if rest, ok := strings.CutPrefix(host, "*."); ok {
 		return rest, true
 	}
 	return host, false
-}
-
-// claims is the mutable host table behind the index: which objects claim
-// which host for which target, so that a host named by several objects stays
-// until the last one goes. It is not safe for concurrent use; hostCache.mu
-// serialises access.
-type claims struct {
-	byOwner map[string]ownerClaims // owner key -> what it claims
-	byHost  map[string][]hostOwner // host -> the owners that name it
-
-	rejected   map[rejectedHost]int // rejected host -> number of owners naming it
-	unselected map[string]int       // kind -> objects that no target selects
-	objConfl   map[string]int       // kind -> objects that several targets select
-	hostConfl  map[string]struct{}  // hosts whose owners are on different targets
-	perTarget  map[*target]int      // target -> hosts it serves in live
-
-	live  *index              // the index as of the last publish, cloned on write
-	dirty map[string]struct{} // hosts whose winner must be recomputed
-}
-
-// ownerClaims is what one object (an Ingress, a Gateway, a route) contributes.
-type ownerClaims struct {
-	kind       string // "ingress", "gateway", "httproute", ...
-	hosts      []string
-	target     *target
-	rejected   []rejectedHost
-	unselected bool // no target selects the object
-	conflict   bool // several targets select it; target is the winner
-}
-
-func (oc ownerClaims) equal(other ownerClaims) bool {
-	return oc.kind == other.kind && oc.target == other.target && oc.unselected == other.unselected &&
-		oc.conflict == other.conflict && slices.Equal(oc.hosts, other.hosts) && slices.Equal(oc.rejected, other.rejected)
-}
-
-func (oc ownerClaims) isEmpty() bool {
-	return len(oc.hosts) == 0 && len(oc.rejected) == 0 && !oc.unselected && !oc.conflict
-}
-
-// rejectedHost is a host that an object names but that is never served.
-type rejectedHost struct {
-	host   string
-	reason string
-}
-
-func newClaims() *claims {
-	return &claims{
-		byOwner:    map[string]ownerClaims{},
-		byHost:     map[string][]hostOwner{},
-		rejected:   map[rejectedHost]int{},
-		unselected: map[string]int{},
-		objConfl:   map[string]int{},
-		hostConfl:  map[string]struct{}{},
-		perTarget:  map[*target]int{},
-		live:       emptyIndex,
-		dirty:      map[string]struct{}{},
-	}
-}
-
-// set replaces what owner claims. An empty oc removes the owner. It returns
-// the rejected hosts that no owner named before, so each is logged once.
-func (c *claims) set(owner string, oc ownerClaims) (newlyRejected []rejectedHost) {
-	old, had := c.byOwner[owner]
-	if had && old.equal(oc) {
-		return nil // a status-only update: nothing to redo
-	}
-	for _, r := range oc.rejected {
-		if c.rejected[r] == 0 {
-			newlyRejected = append(newlyRejected, r)
-		}
-		c.rejected[r]++
-	}
-	c.count(oc, 1)
-	if had {
-		c.count(old, -1)
-		for _, r := range old.rejected {
-			if c.rejected[r]--; c.rejected[r] <= 0 {
-				delete(c.rejected, r)
-			}
-		}
-		for _, h := range old.hosts {
-			owners := slices.DeleteFunc(c.byHost[h], func(o hostOwner) bool { return o.owner == owner })
-			if len(owners) == 0 {
-				delete(c.byHost, h)
-			} else {
-				c.byHost[h] = owners
-			}
-			c.dirty[h] = struct{}{}
-		}
-	}
-	if oc.isEmpty() {
-		delete(c.byOwner, owner)
-		return newlyRejected
-	}
-	c.byOwner[owner] = oc
-	for _, h := range oc.hosts {
-		c.byHost[h] = append(c.byHost[h], hostOwner{owner: owner, target: oc.target})
-		c.dirty[h] = struct{}{}
-	}
-	return newlyRejected
-}
-
-// count adds d to the per-kind tallies that oc is part of.
-func (c *claims) count(oc ownerClaims, d int) {
-	if oc.unselected {
-		c.unselected[oc.kind] += d
-	}
-	if oc.conflict {
-		c.objConfl[oc.kind] += d
-	}
-}
-
-// publish returns a new immutable index that reflects every set since the last
-// publish. Only dirty hosts are recomputed; the maps are cloned once, so the
-// cost is a map copy, not a rebuild from the objects. changed is false when
-// nothing was dirty and the previous index is returned.
-func (c *claims) publish() (ix *index, changed bool) {
-	if len(c.dirty) == 0 {
-		return c.live, false
-	}
-	next := *c.live // the shard arrays; every shard is shared until written
-	var cloned [2][shardCount]bool
-	for h := range c.dirty {
-		key, wild := hostKey(h)
-		s, which := &next.exact, 0
-		if wild {
-			s, which = &next.wildcard, 1
-		}
-		i := shardOf(key)
-		if !cloned[which][i] {
-			s.m[i] = maps.Clone(s.m[i])
-			cloned[which][i] = true
-		}
-		m := s.m[i]
-		if old, ok := m[key]; ok {
-			c.perTarget[old]--
-			if c.perTarget[old] <= 0 {
-				delete(c.perTarget, old)
-			}
-			delete(m, key)
-			s.n--
-		}
-		t, conflict := winner(c.byHost[h])
-		if t != nil {
-			m[key] = t
-			s.n++
-			c.perTarget[t]++
-		}
-		if conflict {
-			c.hostConfl[h] = struct{}{}
-		} else {
-			delete(c.hostConfl, h)
-		}
-	}
-	if len(c.dirty) > 4096 {
-		c.dirty = map[string]struct{}{} // the first list's capacity is not kept
-	} else {
-		clear(c.dirty)
-	}
-	c.live = &next
-	return &next, true
-}
-
-// hostOwner is one object naming a host. Nearly every host has exactly one,
-// so a slice costs one small allocation where a map per host cost several.
-type hostOwner struct {
-	owner  string
-	target *target
-}
-
-// winner picks the target of the lexically first owner, so that the answer
-// does not depend on event order when owners disagree. conflict is true when
-// the owners name different targets.
-func winner(owners []hostOwner) (t *target, conflict bool) {
-	var best *hostOwner
-	for i := range owners {
-		if best != nil && owners[i].target != best.target {
-			conflict = true
-		}
-		if best == nil || owners[i].owner < best.owner {
-			best = &owners[i]
-		}
-	}
-	if best == nil {
-		return nil, false
-	}
-	return best.target, conflict
-}
-
-// rejectedByReason counts the distinct hosts that are named but not served.
-func (c *claims) rejectedByReason() map[string]int {
-	counts := map[string]int{}
-	for r := range c.rejected {
-		counts[r.reason]++
-	}
-	return counts
 }

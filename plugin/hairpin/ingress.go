@@ -2,9 +2,11 @@ package hairpin
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	networking "k8s.io/api/networking/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -16,41 +18,55 @@ const (
 	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 )
 
-// cachedIngress is what the informer keeps of an Ingress: its class as
-// written and the hosts it names, already lowercased FQDNs.
-type cachedIngress struct {
-	objectMeta
-	className   string // spec.ingressClassName
-	legacyClass string // the kubernetes.io/ingress.class annotation
-	hosts       []string
+// ingressEntry is all that is kept of an Ingress: its key, its class as
+// written and the hosts its rules name, and what it claims. The Ingress
+// watch's store holds these and nothing else (watch_ingress.go), so 100,000
+// Ingresses cost a few hundred bytes each, not a copy of every object.
+type ingressEntry struct {
+	owner          // key "namespace/name"
+	class string   // spec.ingressClassName, else the legacy annotation; "" follows the default class
+	hosts []string // the rules' hosts, lowercase FQDNs, each once
 }
 
-// DeepCopyObject implements runtime.Object. Cached objects are never
-// written after the transform, so the copy shares its slices.
-func (c *cachedIngress) DeepCopyObject() runtime.Object { cp := *c; return &cp }
+// GetObjectMeta makes an entry readable by meta.Accessor, which the
+// reflector's watch-list store keys objects by.
+func (e *ingressEntry) GetObjectMeta() meta.Object {
+	ns, name, _ := strings.Cut(e.key, "/")
+	return &objectMeta{namespace: ns, name: name}
+}
 
-// newCachedIngress is the informer transform for Ingresses: it keeps only
-// what the index reads, and the labels only when a selector is checked.
-func newCachedIngress(keepLabels bool) func(any) (any, error) {
+// newIngressEntry is the transform of the Ingress watch: it keeps only what
+// the index reads. An Ingress that the labels option does not select names
+// no hosts. Anything else passes unchanged (the FIFO transforms a relist's
+// entries again).
+func newIngressEntry(selected func(map[string]string) bool, classes *interner) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		ing, ok := obj.(*networking.Ingress)
 		if !ok {
 			return obj, nil
 		}
-		c := &cachedIngress{objectMeta: newObjectMeta(ing, keepLabels), legacyClass: ing.Annotations[legacyClassAnnotation]}
-		if ing.Spec.IngressClassName != nil {
-			c.className = *ing.Spec.IngressClassName
+		e := &ingressEntry{owner: owner{ownerRef: ownerRef{kind: kindIngress, key: ing.Namespace + "/" + ing.Name}}}
+		if !selected(ing.Labels) {
+			return e, nil
+		}
+		switch {
+		case ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName != "":
+			e.class = classes.intern(*ing.Spec.IngressClassName)
+		default:
+			e.class = classes.intern(ing.Annotations[legacyClassAnnotation])
 		}
 		// Only the rules route. spec.tls[].hosts name the certificate to
 		// present; ingress-nginx builds its servers from the rules alone,
 		// and a TLS host that no rule names is served by the catch-all
 		// default server, not by this Ingress. A "*.example.com" wildcard
 		// certificate must not send every name of the zone to the proxy.
-		c.hosts = make([]string, 0, len(ing.Spec.Rules))
-		for _, r := range ing.Spec.Rules {
-			c.hosts = appendHost(c.hosts, r.Host)
+		if len(ing.Spec.Rules) > 0 {
+			e.hosts = make([]string, 0, len(ing.Spec.Rules))
 		}
-		return c, nil
+		for _, r := range ing.Spec.Rules {
+			e.hosts = appendHost(e.hosts, r.Host)
+		}
+		return e, nil
 	}
 }
 
@@ -67,14 +83,11 @@ func appendHost(hosts []string, host string) []string {
 	return append(hosts, fqdn)
 }
 
-// class returns the Ingress's class: spec.ingressClassName, else the legacy
-// annotation, else the cluster's default class (which may be "").
-func (c *cachedIngress) class(defaultClass string) string {
-	if c.className != "" {
-		return c.className
-	}
-	if c.legacyClass != "" {
-		return c.legacyClass
+// classOf returns the Ingress's class: spec.ingressClassName, else the
+// legacy annotation, else the cluster's default class (which may be "").
+func (e *ingressEntry) classOf(defaultClass string) string {
+	if e.class != "" {
+		return e.class
 	}
 	return defaultClass
 }

@@ -110,8 +110,8 @@ func (hc *hostCache) reportLocked(ix *index) {
 	}
 	conflicts.WithLabelValues(hc.id, "object").Set(float64(objConfl))
 	conflicts.WithLabelValues(hc.id, "host").Set(float64(len(hc.claims.hostConfl)))
-	for _, kind := range []string{"ingress", "gateway", "httproute", "grpcroute", "tlsroute"} {
-		unselectedObjects.WithLabelValues(hc.id, kind).Set(float64(hc.claims.unselected[kind]))
+	for kind, n := range hc.claims.unselected {
+		unselectedObjects.WithLabelValues(hc.id, ownerKind(kind).String()).Set(float64(n))
 	}
 	states := map[string]int{stateServing: 0, stateNoAddresses: 0, stateDisabled: 0}
 	for _, t := range hc.targets {

@@ -2,6 +2,7 @@ package hairpin
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -197,4 +198,31 @@ func TestRepeatedReloadsDoNotLeakGoroutines(t *testing.T) {
 	inst.ShutdownCallbacks()
 	waitForGoroutines(t, baseline)
 	t.Logf("watch goroutines: %d with the first cache, %d after 10 reloads, 0 after shutdown", oneCache, afterReloads)
+}
+
+func TestFailedReloadReleasesItsCache(t *testing.T) {
+	useFakeClients(t, ingress("default", "app", "", "app.example.com"))
+	port := freeLoopbackPort(t)
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.LocalAddr().(*net.UDPAddr).Port
+	block := func(zone string, port int) string {
+		return fmt.Sprintf("%s:%d {\n bind 127.0.0.1\n hairpin {\n  proxy_ip 127.77.0.10\n }\n}\n", zone, port)
+	}
+	inst := startCorefile(t, block("example.com", port))
+	if n := len(sharedCaches()); n != 1 {
+		t.Fatalf("%d caches after start, want 1", n)
+	}
+	// The new instance's settings differ (another zone), so it builds a
+	// cache of its own; its second server cannot bind, so caddy discards it.
+	next := caddy.CaddyfileInput{ServerTypeName: "dns", Contents: []byte(block("example.org", port) + block("example.net", busyPort))}
+	if _, err := inst.Restart(next); err == nil {
+		t.Fatal("reload onto a busy port succeeded")
+	}
+	if n := len(sharedCaches()); n != 1 {
+		t.Fatalf("%d caches after the failed reload, want 1: the discarded instance's cache leaked", n)
+	}
 }

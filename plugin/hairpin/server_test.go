@@ -15,18 +15,11 @@ import (
 func TestAnswersOverUDPAndTCPWithEDNS0(t *testing.T) {
 	useFakeClients(t, targetService("hairpin-proxy", "127.77.0.10", "example.com", "*"), ingress("default", "app", "", "app.example.com"))
 	port := freeLoopbackPort(t)
-	inst, err := caddy.Start(caddy.CaddyfileInput{ServerTypeName: "dns", Contents: []byte(fmt.Sprintf(`
+	startCorefile(t, fmt.Sprintf(`
 example.com:%d {
     bind 127.0.0.1
     hairpin
-}`, port))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		inst.Stop()
-		inst.ShutdownCallbacks()
-	})
+}`, port))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 
 	for _, tc := range []struct {
@@ -56,4 +49,33 @@ example.com:%d {
 			}
 		})
 	}
+}
+
+// startCorefile starts a real CoreDNS instance on loopback and stops it when
+// the test ends.
+func startCorefile(t *testing.T, corefile string) *caddy.Instance {
+	t.Helper()
+	inst, err := caddy.Start(caddy.CaddyfileInput{ServerTypeName: "dns", Contents: []byte(corefile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		inst.Stop()
+		inst.ShutdownCallbacks()
+	})
+	return inst
+}
+
+// exchange asks addr over UDP and fails the test on a timeout: a reply that
+// cannot be packed never reaches the client.
+func exchange(t *testing.T, addr, qname string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(qname, qtype)
+	c := &dns.Client{Net: "udp", Timeout: time.Second}
+	r, _, err := c.Exchange(m, addr)
+	if err != nil {
+		t.Fatalf("%s %s: %v", qname, dns.TypeToString[qtype], err)
+	}
+	return r
 }

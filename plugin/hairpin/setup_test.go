@@ -166,3 +166,17 @@ func TestBareStanzaWithoutAPIClientIsInertNotFatal(t *testing.T) {
 		t.Error("an inert hairpin is not Ready")
 	}
 }
+
+func TestRootBlockExplicitProxyMustNameZones(t *testing.T) {
+	for _, stanza := range []string{
+		"hairpin {\n proxy hairpin-system/hairpin-proxy\n}",
+		"hairpin {\n proxy_ip 127.77.0.10\n}",
+	} {
+		c := caddy.NewTestController("dns", stanza)
+		c.ServerBlockKeys = []string{".:53"}
+		_, err := parse(c)
+		if err == nil || !strings.Contains(err.Error(), "zones") {
+			t.Errorf("%q in a root block: err = %v, want a refusal that names the zones", stanza, err)
+		}
+	}
+}

@@ -150,7 +150,7 @@ func TestEveryHostGoesToItsOwnControllersTarget(t *testing.T) {
 
 	hc.mu.Lock()
 	rejected := hc.claims.rejectedByReason()[reasonOutsideZones]
-	unselected := hc.claims.unselected["ingress"]
+	unselected := hc.claims.unselected[kindIngress]
 	hc.mu.Unlock()
 	if rejected != 2 || unselected != 1 {
 		t.Errorf("outside_zones %d, unselected ingresses %d; want 2 and 1", rejected, unselected)

@@ -10,11 +10,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// watches are the built-in informers of one cache.
+// watches are the watches of the built-in kinds of one cache: the
+// informers of the small kinds, and the Ingress watches into a store of
+// their own (watchInto).
 type watches struct {
-	factories []informers.SharedInformerFactory
-	ingresses []cache.SharedIndexInformer
-	classes   cache.SharedIndexInformer // nil when no target filters by class
+	factories   []informers.SharedInformerFactory
+	controllers []cache.Controller
+	classes     cache.SharedIndexInformer // nil when no target filters by class
 }
 
 // newFactory is an informer factory for one namespace ("" for all) whose
@@ -90,15 +92,11 @@ func (hc *hostCache) handle(k *kindWatch, inf cache.SharedIndexInformer, onUpser
 // recomputeAllLocked re-evaluates every cached object against the current
 // targets. It runs once per burst of target changes, not per event.
 func (hc *hostCache) recomputeAllLocked(now time.Time) {
-	for _, inf := range hc.watches.ingresses {
-		for _, obj := range inf.GetStore().List() {
-			hc.onIngressLocked(obj, now)
-		}
-	}
+	hc.ingresses.reclaimAllLocked(now)
 	for _, inf := range hc.gateway.gateways {
 		for _, obj := range inf.GetStore().List() {
 			if g, ok := obj.(*cachedGateway); ok {
-				hc.setClaimsLocked(gatewayOwner(g.namespace, g.name), hc.gatewayClaimsLocked(g), now)
+				hc.setNamedClaimsLocked(gatewayOwner(g.namespace, g.name), hc.gatewayClaimsLocked(g), now)
 			}
 		}
 	}

@@ -28,10 +28,10 @@ type gatewayWatches struct {
 	factories []gwinformers.SharedInformerFactory // one per watched namespace
 	gateways  []cache.SharedIndexInformer
 	routes    []cache.SharedIndexInformer
-	started   map[string]string      // kind -> version being watched
-	missing   map[string]bool        // kinds whose absence was logged
-	applied   map[string]specVersion // gateway owner key -> spec last applied
-	routeGWs  map[string][]string    // route owner -> the per-Gateway owner keys it set
+	started   map[string]string        // kind -> version being watched
+	missing   map[string]bool          // kinds whose absence was logged
+	applied   map[ownerRef]specVersion // Gateway -> spec last applied
+	routeGWs  map[ownerRef][]ownerRef  // route -> the per-Gateway owners it set
 	discovery *kindWatch
 }
 
@@ -56,8 +56,8 @@ func (hc *hostCache) ensureGatewayWatchesLocked() {
 	gws.wanted = true
 	gws.started = map[string]string{}
 	gws.missing = map[string]bool{}
-	gws.applied = map[string]specVersion{}
-	gws.routeGWs = map[string][]string{}
+	gws.applied = map[ownerRef]specVersion{}
+	gws.routeGWs = map[ownerRef][]ownerRef{}
 	s := hc.settings
 	for _, ns := range hc.watchedNamespaces() {
 		opts := []gwinformers.SharedInformerOption{gwinformers.WithTransform(slimGatewayAPI(!s.labels.Empty()))}
@@ -135,17 +135,20 @@ func (hc *hostCache) discoverGatewayAPI() error {
 		}
 	}
 	for _, rk := range routeKinds {
-		if _, ok := gws.started[rk.kind]; ok {
+		if _, ok := gws.started[rk.kind.String()]; ok {
 			continue
 		}
-		v, ok := firstServed(rk, served)
+		v, ok := rk.firstServed(served)
 		if !ok {
-			hc.logMissingKindLocked(rk.kind, "any known version")
+			hc.logMissingKindLocked(rk.kind.String(), "any known version")
 			continue
 		}
-		k := hc.newGatewayKindLocked(rk.kind, v.version)
+		k := hc.newGatewayKindLocked(rk.kind.String(), v)
 		for _, f := range gws.factories {
-			inf := v.informer(f)
+			inf, err := rk.informer(f, v)
+			if err != nil {
+				return fmt.Errorf("watching %s %s: %w", rk.kind, v, err)
+			}
 			if err := hc.handle(k, inf, hc.onRouteLocked, hc.onRouteDeleteLocked); err != nil {
 				return err
 			}
@@ -172,15 +175,6 @@ func (hc *hostCache) startKindLocked(k *kindWatch) {
 	}
 	hc.wg.Add(1)
 	go k.waitSynced()
-}
-
-func firstServed(k routeKind, served map[string]bool) (routeVersion, bool) {
-	for _, v := range k.versions {
-		if served[v.version+"/"+k.resource] {
-			return v, true
-		}
-	}
-	return routeVersion{}, false
 }
 
 // logMissingKindLocked says once per cache that a kind is not served.
@@ -230,7 +224,7 @@ func (hc *hostCache) gatewayClaimsLocked(g *cachedGateway) ownerClaims {
 	if !hc.selected(g.labels) {
 		return ownerClaims{}
 	}
-	return hc.claimsFor("gateway", g.listenerHostnames(), hc.targets.forGateway(g.namespace, g.name, g.class))
+	return hc.claimsFor(g.listenerHostnames(), hc.targets.forGateway(g.namespace, g.name, g.class))
 }
 
 // onGatewayLocked applies a Gateway's listener hostnames and re-evaluates
@@ -248,7 +242,7 @@ func (hc *hostCache) onGatewayLocked(obj any, now time.Time) {
 		return
 	}
 	hc.gateway.applied[owner] = v
-	hc.setClaimsLocked(owner, hc.gatewayClaimsLocked(g), now)
+	hc.setNamedClaimsLocked(owner, hc.gatewayClaimsLocked(g), now)
 	hc.recomputeRoutesLocked(now)
 }
 
@@ -259,7 +253,7 @@ func (hc *hostCache) onGatewayDeleteLocked(obj any, now time.Time) {
 	}
 	owner := gatewayOwner(g.namespace, g.name)
 	delete(hc.gateway.applied, owner)
-	hc.setClaimsLocked(owner, ownerClaims{}, now)
+	hc.setNamedClaimsLocked(owner, ownerClaims{}, now)
 	hc.recomputeRoutesLocked(now)
 }
 
@@ -280,18 +274,18 @@ func (hc *hostCache) onRouteLocked(obj any, now time.Time) {
 		return
 	}
 	route := r.view.owner()
-	var set []string
+	var set []ownerRef
 	if hc.selected(r.labels) {
 		for _, gh := range routeHostnames(r.view, hc.lookupGatewayLocked) {
-			owner := route + "@" + gh.gateway.key()
+			owner := route.through(gh.gateway.key())
 			sel := hc.targets.forGateway(gh.gateway.namespace, gh.gateway.name, gh.gateway.class)
-			hc.setClaimsLocked(owner, hc.claimsFor(r.view.kind, gh.hosts, sel), now)
+			hc.setNamedClaimsLocked(owner, hc.claimsFor(gh.hosts, sel), now)
 			set = append(set, owner)
 		}
 	}
 	for _, old := range hc.gateway.routeGWs[route] {
 		if !slices.Contains(set, old) {
-			hc.setClaimsLocked(old, ownerClaims{}, now)
+			hc.setNamedClaimsLocked(old, ownerClaims{}, now)
 		}
 	}
 	if len(set) == 0 {
@@ -308,7 +302,7 @@ func (hc *hostCache) onRouteDeleteLocked(obj any, now time.Time) {
 	}
 	route := r.view.owner()
 	for _, old := range hc.gateway.routeGWs[route] {
-		hc.setClaimsLocked(old, ownerClaims{}, now)
+		hc.setNamedClaimsLocked(old, ownerClaims{}, now)
 	}
 	delete(hc.gateway.routeGWs, route)
 }

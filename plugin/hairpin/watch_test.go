@@ -156,7 +156,7 @@ func TestHostClaimedTwiceStaysUntilLastOwnerGoes(t *testing.T) {
 func ownerCount(hc *hostCache) int {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
-	return len(hc.claims.byOwner)
+	return hc.claims.owners
 }
 
 func TestIngressClassFilterAndDefaultClassFlip(t *testing.T) {

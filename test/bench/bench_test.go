@@ -173,7 +173,10 @@ type ScaleResults struct {
 	PropP50       float64 `json:"propagation_p50_ms"`
 	PropP99       float64 `json:"propagation_p99_ms"`
 	PropN         int     `json:"propagation_n"`
-	ChangesPerS   float64 `json:"changes_per_s"`
+	// InformerPropP99 is a bare client-go informer's p99 over the same
+	// changes, in the same run: from just before the API call to its event.
+	InformerPropP99 float64 `json:"informer_propagation_p99_ms"`
+	ChangesPerS     float64 `json:"changes_per_s"`
 }
 
 // TestBench runs every benchmark and writes results.json and results.md.

@@ -38,10 +38,11 @@ type coreDNS struct {
 // coreDNSSpec builds a Corefile for an address: body gets the server's
 // "ip", "port", "ready" and "pprof" addresses.
 type coreDNSSpec struct {
-	name  string
-	ready bool
-	pprof bool
-	body  func(ip string, port int, ready, pprof string) string
+	name     string
+	ready    bool
+	pprof    bool
+	activate bool // the image's activation on (a stock Corefile that names no hairpin)
+	body     func(ip string, port int, ready, pprof string) string
 }
 
 func startCoreDNS(t *testing.T, bin string, spec coreDNSSpec) *coreDNS {
@@ -57,10 +58,14 @@ func startCoreDNS(t *testing.T, bin string, spec coreDNSSpec) *coreDNS {
 	}
 	dir := t.TempDir()
 	s.corefile = harness.WriteFile(t, dir, "Corefile", spec.body(ip, s.port, s.readyAddr, s.pprofAddr))
-	// Activation off: each case measures the Corefile exactly as written
-	// (the rewrite cases hold kubernetes; activation_test.go measures
-	// activation on its own).
-	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, "-conf", s.corefile, "-hairpin.activate=false")
+	// Activation off unless asked for: each case measures the Corefile
+	// exactly as written (the rewrite cases hold kubernetes;
+	// activation_test.go measures activation on its own).
+	args := []string{"-conf", s.corefile}
+	if !spec.activate {
+		args = append(args, "-hairpin.activate=false")
+	}
+	s.proc = harness.StartProcess(t, "coredns-"+spec.name, bin, args...)
 	return s
 }
 

@@ -12,7 +12,12 @@ import (
 	core "k8s.io/api/core/v1"
 	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -39,6 +44,7 @@ type scaleEnv struct {
 	cfg     config
 	ips     []string // ClusterIP of tenant t's target
 	smallIP string
+	public  string // the forward upstream of the kubeadm Corefile
 }
 
 // tenantOf is the tenant (and target) of Ingress i.
@@ -88,6 +94,33 @@ func (e *scaleEnv) spec(name string, small, ready, pprof bool, metrics string) c
 	}}
 }
 
+// kubeadmSpec is the memory Corefile (issue 23): kubeadm's stock Corefile
+// (test/e2e/testdata/corefiles, pointed at loopback by e2e.LocalCorefile),
+// hairpin activated by the image (discovering targets in hairpin-system,
+// where the tenants' targets are), with the prometheus plugin at metrics and
+// one line added: pprof, whose heap endpoint with gc=1 is the only way to
+// force a GC in CoreDNS before reading RSS.
+func (e *scaleEnv) kubeadmSpec(t *testing.T, name, metrics string) coreDNSSpec {
+	return coreDNSSpec{name: name, ready: true, pprof: true, activate: true, body: func(ip string, port int, ready, pprof string) string {
+		src, err := e2e.DistributionCorefile("kubeadm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		local, err := e2e.LocalCorefile(src, e2e.LocalEnv{
+			Listen: fmt.Sprintf("%s:%d", ip, port), Health: harness.FreeAddr(t, "127.0.0.1"), Ready: ready, Metrics: metrics,
+			Kubeconfig: e.k.cp.Kubeconfig, Upstream: e.public, Dir: t.TempDir(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readyLine := "    ready " + ready + "\n"
+		if !strings.Contains(local, readyLine) {
+			t.Fatalf("kubeadm Corefile has no %q line:\n%s", readyLine, local)
+		}
+		return strings.Replace(local, readyLine, readyLine+"    pprof "+pprof+"\n", 1)
+	}}
+}
+
 // benchScale runs the scale phase on its own control plane, so that its
 // 100,000 objects do not weigh on the other phases' apiserver.
 func benchScale(t *testing.T, cfg config, bin map[string]string, res *Results) {
@@ -110,7 +143,8 @@ func benchScale(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		return
 	}
 	metrics := harness.FreeAddr(t, "127.0.0.1")
-	large := e.spec("scale", false, true, true, metrics)
+	e.public, _ = publicUpstream(t.Context(), t, bin["coredns"], t.TempDir())
+	large := e.kubeadmSpec(t, "scale-kubeadm", metrics)
 	var rss0, sync0 []float64
 	if !t.Run("memory_0", func(t *testing.T) {
 		for rep := 0; rep < cfg.reps; rep++ {
@@ -222,6 +256,7 @@ func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metri
 	res.ScaleExtra["sync_cpu_s"] = round(median(cpu), 2)
 	res.ScaleExtra["sync_cpu_runs_s"] = roundAll(cpu, 2)
 	res.ScaleExtra["heap_inuse_mb"] = round(median(heap), 1)
+	res.ScaleExtra["memory_corefile"] = "kubeadm v1.37.2 stock Corefile (test/e2e/testdata/corefiles/kubeadm.Corefile), hairpin activated by the image, plus a pprof line to force the GC"
 	res.ScaleExtra["memory_method"] = "VmRSS after a forced GC, settled, minimum (as the memory phase); 0 = the same Corefile with the targets and classes but no tenant Ingresses; sync = process start until coredns_hairpin_hosts{kind=exact} counts every host"
 }
 
@@ -336,6 +371,7 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	if err := checkTargets(wctx, s, e.cfg.scaleIngresses, e.host, func(i int) string { return e.ips[e.tenantOf(i)] }); err != nil {
 		t.Fatal(err)
 	}
+	clock := startEventClock(wctx, t, e.k)
 	before, err := scrape(wctx, metrics)
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +381,8 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	ings := e.k.client.NetworkingV1()
 	var mu sync.Mutex
 	byOp := map[string][]float64{}
-	var all, api, watch []float64 // watch: from the API's answer to CoreDNS's
+	var all, api, watch []float64  // watch: from the API's answer to CoreDNS's
+	var informer, excess []float64 // the bare informer's delay, and ours less it, per change
 	var errs []error
 	var moved []int // Ingresses moved away: their old host must go
 	fail := func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() }
@@ -415,6 +452,7 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 				fail(fmt.Errorf("%s %s: answered before the change", op, host))
 				return
 			}
+			clock.expect(host)
 			start := time.Now()
 			if err := call(); err != nil {
 				fail(fmt.Errorf("%s %s: %w", op, host, err))
@@ -435,7 +473,17 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 				time.Sleep(time.Millisecond)
 			}
 			d := float64(time.Since(start).Microseconds()) / 1000
+			ictx, icancel := context.WithTimeout(ctx, 30*time.Second)
+			seen, err := clock.arrival(ictx, host)
+			icancel()
+			if err != nil {
+				fail(fmt.Errorf("%s %s: the bare informer: %w", op, host, err))
+				return
+			}
+			di := float64(seen.Sub(start).Microseconds()) / 1000
 			mu.Lock()
+			informer = append(informer, di)
+			excess = append(excess, d-di)
 			byOp[op] = append(byOp[op], d)
 			all = append(all, d)
 			api = append(api, float64(apiD.Microseconds())/1000)
@@ -464,6 +512,12 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 	res.Scale.PropP99 = round(percentile(all, 99), 1)
 	res.Scale.PropN = len(all)
 	res.Scale.ChangesPerS = round(rate, 1)
+	res.Scale.InformerPropP99 = round(percentile(informer, 99), 1)
+	res.ScaleExtra["informer_propagation_p50_ms"] = round(percentile(informer, 50), 1)
+	res.ScaleExtra["informer_propagation_max_ms"] = round(percentile(informer, 100), 1)
+	res.ScaleExtra["prop_less_informer_p50_ms"] = round(percentile(excess, 50), 1)
+	res.ScaleExtra["prop_less_informer_p99_ms"] = round(percentile(excess, 99), 1)
+	res.ScaleExtra["prop_loadavg_end"] = loadAvg()
 	for op, xs := range byOp {
 		res.ScaleExtra["prop_"+op+"_n"] = len(xs)
 		res.ScaleExtra["prop_"+op+"_p50_ms"] = round(percentile(xs, 50), 1)
@@ -492,7 +546,87 @@ func (e *scaleEnv) benchPropagation(t *testing.T, bin string, res *Results) {
 		}
 		res.ScaleExtra["plugin_delay_under_100ms"] = round(delta[0.1]/count, 4)
 	}
-	res.ScaleExtra["prop_method"] = fmt.Sprintf("%d changes at %d/s, open loop, cycling create / rename host / move to another target's class; clock from just before the API call to the first A answer with the right target's address; UDP poll every ~1 ms; %d Ingresses present", e.cfg.scaleChanges, e.cfg.scaleRate, n)
-	t.Logf("bench: scale propagation: %d changes at %.1f/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (API call p50 %.1f ms); plugin histogram p99 ≤ %v ms over %v events; load %s",
-		len(all), rate, res.Scale.PropP50, res.Scale.PropP99, percentile(all, 100), percentile(api, 50), res.ScaleExtra["plugin_delay_p99_le_ms"], res.ScaleExtra["plugin_delay_events"], loadAvg())
+	res.ScaleExtra["prop_method"] = fmt.Sprintf("%d changes at %d/s, open loop, cycling create / rename host / move to another target's class; clock from just before the API call to the first A answer with the right target's address; UDP poll every ~1 ms; %d Ingresses present. Beside it, in the same run, a bare client-go informer on Ingresses of every namespace (informer factory, protobuf, no transform) in the bench process: from the same start to the arrival of the first event that names the new host", e.cfg.scaleChanges, e.cfg.scaleRate, n)
+	t.Logf("bench: scale propagation: %d changes at %.1f/s: p50 %.1f ms, p99 %.1f ms, max %.1f ms (API call p50 %.1f ms); the bare informer p50 %.1f ms, p99 %.1f ms; ours less the informer's per change p99 %.1f ms; plugin histogram p99 ≤ %v ms over %v events; load %s",
+		len(all), rate, res.Scale.PropP50, res.Scale.PropP99, percentile(all, 100), percentile(api, 50), percentile(informer, 50), res.Scale.InformerPropP99, percentile(excess, 99), res.ScaleExtra["plugin_delay_p99_le_ms"], res.ScaleExtra["plugin_delay_events"], loadAvg())
+}
+
+// eventClock is a bare client-go informer on the Ingresses of every
+// namespace, built as an informer factory builds it (protobuf, as the plugin
+// asks, no transform): the yardstick of the propagation figures. It records
+// when the first event naming an expected host arrived.
+type eventClock struct {
+	mu   sync.Mutex
+	want map[string]chan struct{}
+	seen map[string]time.Time
+}
+
+// startEventClock starts the informer and waits for its first list.
+func startEventClock(ctx context.Context, t *testing.T, k *kube) *eventClock {
+	t.Helper()
+	rc := rest.CopyConfig(k.cp.Config)
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &eventClock{want: map[string]chan struct{}{}, seen: map[string]time.Time{}}
+	f := informers.NewSharedInformerFactory(client, 0)
+	inf := f.Networking().V1().Ingresses().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: c.saw, UpdateFunc: func(_, obj any) { c.saw(obj) }}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	f.Start(stop)
+	t.Cleanup(func() { close(stop); f.Shutdown() })
+	t0 := time.Now()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatalf("the bare informer did not sync: %v", ctx.Err())
+	}
+	t.Logf("bench: scale: the bare informer synced in %s", time.Since(t0).Round(time.Millisecond))
+	return c
+}
+
+func (c *eventClock) saw(obj any) {
+	now := time.Now()
+	ing, ok := obj.(*networking.Ingress)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range ing.Spec.Rules {
+		if ch, ok := c.want[r.Host]; ok {
+			if _, done := c.seen[r.Host]; !done {
+				c.seen[r.Host] = now
+				close(ch)
+			}
+		}
+	}
+}
+
+// expect registers host before the change that brings it is made.
+func (c *eventClock) expect(host string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.want[host] = make(chan struct{})
+}
+
+// arrival is when the informer first saw host.
+func (c *eventClock) arrival(ctx context.Context, host string) (time.Time, error) {
+	c.mu.Lock()
+	ch, ok := c.want[host]
+	c.mu.Unlock()
+	if !ok {
+		return time.Time{}, fmt.Errorf("%s was not expected", host)
+	}
+	select {
+	case <-ch:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.seen[host], nil
+	case <-ctx.Done():
+		return time.Time{}, fmt.Errorf("no event named %s: %w", host, ctx.Err())
+	}
 }

@@ -1,0 +1,115 @@
+package hairpin
+
+import (
+	"testing"
+)
+
+func ingressOwnerOf(key string) *owner {
+	return &owner{ownerRef: ownerRef{kind: kindIngress, key: key}}
+}
+
+// TestSharedHostGoesToTheFirstOwnerAndStaysUntilTheLast: a host named by
+// several owners is answered with the target of the lexically first, counted
+// as a conflict while they disagree, and served until the last one goes.
+func TestSharedHostGoesToTheFirstOwnerAndStaysUntilTheLast(t *testing.T) {
+	a, b := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{})
+	c := newClaims()
+	first, second := ingressOwnerOf("x/first"), ingressOwnerOf("y/second")
+	const host = "shared.example.com."
+	serving := func(want *target, conflicts int) {
+		t.Helper()
+		ix, _ := c.publish()
+		if got := ix.lookup(host); got != want {
+			t.Fatalf("%s answered by %v, want %v", host, got, want)
+		}
+		if len(c.hostConfl) != conflicts {
+			t.Fatalf("%d host conflicts, want %d", len(c.hostConfl), conflicts)
+		}
+	}
+	c.set(second, ownerClaims{hosts: []string{host}, target: b})
+	serving(b, 0)
+	c.set(first, ownerClaims{hosts: []string{host}, target: a})
+	serving(a, 1) // the first owner wins, whatever the order of events
+	c.set(first, ownerClaims{hosts: []string{host}, target: b})
+	serving(b, 0) // both on b now: no conflict
+	c.set(first, ownerClaims{})
+	serving(b, 0)
+	c.set(second, ownerClaims{})
+	serving(nil, 0)
+	if len(c.shared) != 0 || c.owners != 0 || len(c.perTarget) != 0 {
+		t.Fatalf("left behind: shared %v, owners %d, per target %v", c.shared, c.owners, c.perTarget)
+	}
+}
+
+// TestOwnerMovingTargetsMovesEveryHost: an owner whose target changes takes
+// all its hosts along, and the per-target counts follow.
+func TestOwnerMovingTargetsMovesEveryHost(t *testing.T) {
+	a, b := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{})
+	c := newClaims()
+	o := ingressOwnerOf("x/app")
+	hosts := []string{"app.example.com.", "*.app.example.com.", "api.example.com."}
+	c.set(o, ownerClaims{hosts: hosts, target: a})
+	c.set(o, ownerClaims{hosts: hosts[1:], target: b})
+	ix, _ := c.publish()
+	for qname, want := range map[string]*target{"app.example.com.": nil, "x.app.example.com.": b, "api.example.com.": b} {
+		if got := ix.lookup(qname); got != want {
+			t.Errorf("%s answered by %v, want %v", qname, got, want)
+		}
+	}
+	if c.perTarget[a] != 0 || c.perTarget[b] != 2 {
+		t.Errorf("hosts per target a=%d b=%d, want 0 and 2", c.perTarget[a], c.perTarget[b])
+	}
+	if exact, wild := ix.size(); exact != 1 || wild != 1 {
+		t.Errorf("size %d exact, %d wildcard; want 1 and 1", exact, wild)
+	}
+}
+
+// TestPublishedIndexIsNeverWrittenAgain: queries read a published index
+// without a lock, so later claims must change a copy.
+func TestPublishedIndexIsNeverWrittenAgain(t *testing.T) {
+	a := newTarget("ns/a", targetSelection{})
+	c := newClaims()
+	o := ingressOwnerOf("x/app")
+	c.set(o, ownerClaims{hosts: []string{"one.example.com."}, target: a})
+	old, changed := c.publish()
+	if !changed {
+		t.Fatal("first publish reports no change")
+	}
+	c.set(o, ownerClaims{hosts: []string{"two.example.com."}, target: a})
+	if old.lookup("one.example.com.") != a || old.lookup("two.example.com.") != nil {
+		t.Fatal("a published index changed after a later claim")
+	}
+	next, changed := c.publish()
+	if !changed || next.lookup("two.example.com.") != a || next.lookup("one.example.com.") != nil {
+		t.Fatal("the next publish does not reflect the claim")
+	}
+	if _, changed := c.publish(); changed {
+		t.Fatal("a publish with nothing set reports a change")
+	}
+}
+
+// TestTargetNumbersAreReusedOnlyInTheNextIndex: slots name targets by
+// number; a number that no slot names any more goes to the next target, and
+// an index published before still answers with the target it had.
+func TestTargetNumbersAreReusedOnlyInTheNextIndex(t *testing.T) {
+	a, b, cc := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{}), newTarget("ns/c", targetSelection{})
+	c := newClaims()
+	first, second := ingressOwnerOf("x/first"), ingressOwnerOf("x/second")
+	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: a})
+	before, _ := c.publish()
+	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: b}) // a's number is free now
+	c.set(second, ownerClaims{hosts: []string{"two.example.com."}, target: cc})
+	after, _ := c.publish()
+	if got := before.lookup("one.example.com."); got != a {
+		t.Errorf("the earlier index answers one with %v, want a", got)
+	}
+	if got := after.lookup("one.example.com."); got != b {
+		t.Errorf("the later index answers one with %v, want b", got)
+	}
+	if got := after.lookup("two.example.com."); got != cc {
+		t.Errorf("the later index answers two with %v, want c", got)
+	}
+	if len(after.targets) != 2 {
+		t.Errorf("the later index numbers %d targets, want 2 (a's number reused)", len(after.targets))
+	}
+}
