@@ -108,15 +108,17 @@ func IngressClass(ing *networking.Ingress, classes []networking.IngressClass) st
 			cached = append(cached, c)
 		}
 	}
-	return slimIngress(ing).class(defaultIngressClass(cached))
+	return slimIngress(ing).classOf(defaultIngressClass(cached))
 }
 
-func slimIngress(ing *networking.Ingress) *cachedIngress {
-	c, _ := must(newCachedIngress(false)(ing)).(*cachedIngress)
-	if c == nil {
-		return &cachedIngress{}
+// slimIngress is what the plugin's Ingress watch keeps of ing.
+func slimIngress(ing *networking.Ingress) *ingressEntry {
+	everything := func(map[string]string) bool { return true }
+	e, _ := must(newIngressEntry(everything, newInterner(0))(ing)).(*ingressEntry)
+	if e == nil {
+		return &ingressEntry{}
 	}
-	return c
+	return e
 }
 
 // GatewayHosts returns the hostnames of a Gateway's listeners.
