@@ -364,7 +364,7 @@ func TestWaitHelpers(t *testing.T) {
 	if err := harness.WaitTCP(ctx, hl.Addr().String()); err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := harness.WaitHTTP(short, "http://"+hl.Addr().String()+"/missing"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("WaitHTTP on a 404 = %v", err)
