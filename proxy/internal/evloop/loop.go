@@ -1,10 +1,11 @@
 package evloop
 
 import (
+	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,8 +19,10 @@ const Batch = 256
 // Post and Call.
 type Loop struct {
 	epfd   int
+	ep     *os.File        // epfd, registered with the runtime poller
+	eprc   syscall.RawConn // ep's, to wait without a blocking system call
 	wakefd int
-	idle   bool // the last wait timed out: wait as the runtime sees it (wait.go)
+	waitTo time.Time // ep's read deadline as last set
 
 	slots []slot   // token slot → handler
 	free  []uint32 // free slot numbers
@@ -47,7 +50,22 @@ func New() (*Loop, error) {
 		_ = unix.Close(epfd)
 		return nil, os.NewSyscallError("eventfd", err)
 	}
-	l := &Loop{epfd: epfd, wakefd: wakefd, done: make(chan struct{})}
+	// epoll(7): "The epoll file descriptor itself is pollable: it is
+	// readable while it holds ready events", so the runtime poller can park
+	// the loop's goroutine on it (wait.go).
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		_ = unix.Close(epfd)
+		_ = unix.Close(wakefd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	ep := os.NewFile(uintptr(epfd), "epoll")
+	eprc, err := ep.SyscallConn()
+	if err != nil {
+		_ = ep.Close()
+		_ = unix.Close(wakefd)
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	l := &Loop{epfd: epfd, ep: ep, eprc: eprc, wakefd: wakefd, done: make(chan struct{})}
 	if err := l.ctl(unix.EPOLL_CTL_ADD, wakefd, unix.EPOLLIN, wakeToken); err != nil {
 		l.Close()
 		return nil, err
@@ -58,19 +76,16 @@ func New() (*Loop, error) {
 // Close frees a loop that never ran; Run frees its own on return.
 func (l *Loop) Close() {
 	_ = unix.Close(l.wakefd)
-	_ = unix.Close(l.epfd)
+	_ = l.ep.Close()
 }
 
-// Run runs the loop on the calling goroutine, locked to its thread, until
-// Stop: the thread blocks in epoll_wait for the loop (wait.go). After every batch
+// Run runs the loop on the calling goroutine until Stop. After every batch
 // of events and posted functions it calls timers with the batch's clock:
 // timers runs what is due and returns when the loop must next wake without
 // events (the zero time: not before an event).
 //
 // Functions posted after Run began to return still run, before it returns.
 func (l *Loop) Run(timers func(now time.Time) time.Time) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer close(l.done)
 	defer l.Close()
 	defer l.exit()
