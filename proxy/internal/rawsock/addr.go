@@ -64,7 +64,9 @@ func putPort(p *uint16, v uint16) {
 func LocalAddr(fd int) (netip.AddrPort, error) {
 	var s sockaddr
 	s.n = syscall.SizeofSockaddrAny
-	if _, err := sys(syscall.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(unsafe.Pointer(&s.n)), 0, 0, 0); err != nil {
+	if _, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall(syscall.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(unsafe.Pointer(&s.n)))
+	}); err != nil {
 		return netip.AddrPort{}, os.NewSyscallError("getsockname", err)
 	}
 	return s.addrPort(), nil

@@ -18,7 +18,9 @@ const sockFlags = syscall.SOCK_NONBLOCK | syscall.SOCK_CLOEXEC
 func Accept(fd int) (int, netip.AddrPort, error) {
 	var s sockaddr
 	s.n = syscall.SizeofSockaddrAny
-	nfd, err := sys(syscall.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(unsafe.Pointer(&s.n)), sockFlags, 0, 0)
+	nfd, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(unsafe.Pointer(&s.n)), sockFlags, 0, 0)
+	})
 	if err != nil {
 		return -1, netip.AddrPort{}, err
 	}
@@ -33,7 +35,9 @@ func Accept(fd int) (int, netip.AddrPort, error) {
 func Connect(ap netip.AddrPort) (fd int, pending bool, err error) {
 	var s sockaddr
 	family := s.set(ap)
-	r, err := sys(syscall.SYS_SOCKET, uintptr(family), syscall.SOCK_STREAM|sockFlags, 0, 0, 0, 0)
+	r, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall(syscall.SYS_SOCKET, uintptr(family), syscall.SOCK_STREAM|sockFlags, 0)
+	})
 	if err != nil {
 		return -1, false, os.NewSyscallError("socket", err)
 	}
@@ -58,7 +62,9 @@ func Connect(ap netip.AddrPort) (fd int, pending bool, err error) {
 func ConnectError(fd int) error {
 	var errno int32
 	n := uint32(unsafe.Sizeof(errno))
-	if _, err := sys(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_ERROR, uintptr(unsafe.Pointer(&errno)), uintptr(unsafe.Pointer(&n)), 0); err != nil {
+	if _, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_ERROR, uintptr(unsafe.Pointer(&errno)), uintptr(unsafe.Pointer(&n)), 0)
+	}); err != nil {
 		return os.NewSyscallError("getsockopt", err)
 	}
 	if errno != 0 {
@@ -75,7 +81,9 @@ func SetOptions(fd int) {
 }
 
 func setInt(fd, level, opt int, v int32) {
-	_, _ = sys(syscall.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
+	_, _ = retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
+	})
 }
 
 // ResetClose closes with an RST: socket(7), SO_LINGER with a zero timeout
@@ -84,6 +92,8 @@ func setInt(fd, level, opt int, v int32) {
 // EOF it could mistake for an empty response, and no TIME_WAIT is left.
 func ResetClose(fd int) {
 	l := syscall.Linger{Onoff: 1, Linger: 0}
-	_, _ = sys(syscall.SYS_SETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_LINGER, uintptr(unsafe.Pointer(&l)), unsafe.Sizeof(l), 0)
+	_, _ = retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_LINGER, uintptr(unsafe.Pointer(&l)), unsafe.Sizeof(l), 0)
+	})
 	_ = Close(fd)
 }

@@ -24,7 +24,9 @@ func rawIO(trap uintptr, fd int, b []byte, flags uintptr) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n, err := sys(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+	n, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+	})
 	if err != nil {
 		return 0, err
 	}
@@ -38,7 +40,9 @@ const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 // Splice moves up to n bytes from one descriptor to another, one of them a
 // pipe, without copying them to user space.
 func Splice(from, to, n int) (int, error) {
-	m, err := sys(unix.SYS_SPLICE, uintptr(from), 0, uintptr(to), 0, uintptr(n), spliceFlags)
+	m, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(unix.SYS_SPLICE, uintptr(from), 0, uintptr(to), 0, uintptr(n), spliceFlags)
+	})
 	if err != nil {
 		return 0, err
 	}

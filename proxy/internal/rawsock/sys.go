@@ -2,15 +2,20 @@ package rawsock
 
 import "syscall"
 
-// sys makes a raw system call, retrying EINTR. Every call here is on a
-// non-blocking socket, or a pipe, and returns at once: the runtime's
-// bookkeeping for a call that might block (entersyscall and exitsyscall)
-// would cost more than the call, and a P the runtime sees in a system call
-// for more than 20 µs, as a loopback connect or close can take, is one that
-// sysmon takes away from the event loop and keeps itself awake for.
-func sys(trap, a1, a2, a3, a4, a5, a6 uintptr) (uintptr, error) {
+// retry makes the raw system call in call, again while it reports EINTR.
+// Every call here is on a non-blocking socket, or a pipe, and returns at
+// once: the runtime's bookkeeping for a call that might block (entersyscall
+// and exitsyscall) would cost more than the call, and a P the runtime sees
+// in a system call for more than 20 µs, as a loopback connect or close can
+// take, is one that sysmon takes away from the event loop and keeps itself
+// awake for.
+//
+// The call is a closure so that each pointer argument is converted to
+// uintptr in the syscall.RawSyscall6 call itself, the one place where
+// unsafe.Pointer's rules keep the object alive and in place.
+func retry(call func() (uintptr, uintptr, syscall.Errno)) (uintptr, error) {
 	for {
-		r, _, e := syscall.RawSyscall6(trap, a1, a2, a3, a4, a5, a6)
+		r, _, e := call()
 		switch e {
 		case 0:
 			return r, nil
@@ -32,6 +37,8 @@ func Close(fd int) error {
 
 // Shutdown half-closes fd for writing: shutdown(2), SHUT_WR.
 func Shutdown(fd int) error {
-	_, err := sys(syscall.SYS_SHUTDOWN, uintptr(fd), syscall.SHUT_WR, 0, 0, 0, 0)
+	_, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall(syscall.SYS_SHUTDOWN, uintptr(fd), syscall.SHUT_WR, 0)
+	})
 	return err
 }
