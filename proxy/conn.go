@@ -232,7 +232,7 @@ func (c *loopConn) end(resetClient bool) {
 		if side(s) == sideClient && resetClient {
 			rawsock.ResetClose(fd)
 		} else {
-			_ = unix.Close(fd)
+			_ = rawsock.Close(fd)
 		}
 	}
 	c.fd = [2]int{-1, -1}

@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coredns-hairpin/hairpin/proxy/internal/rawsock"
 )
 
 // smallBuf is the user-space buffer of one read. A read that fills it marks
@@ -86,8 +88,8 @@ func (f *flow) openPipe() bool {
 func (f *flow) release() {
 	f.releaseBuf()
 	if f.hasPipe {
-		_ = unix.Close(f.pipe[0])
-		_ = unix.Close(f.pipe[1])
+		_ = rawsock.Close(f.pipe[0])
+		_ = rawsock.Close(f.pipe[1])
 		f.hasPipe = false
 		f.inPipe = 0
 	}

@@ -235,7 +235,7 @@ func (r *relay) shutWrite(d dir) string {
 		}
 		return closedEOF
 	}
-	if err := unix.Shutdown(r.fd[d.dst()], unix.SHUT_WR); err != nil {
+	if err := rawsock.Shutdown(r.fd[d.dst()]); err != nil {
 		return closedError
 	}
 	return ""

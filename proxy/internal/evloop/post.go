@@ -1,6 +1,11 @@
 package evloop
 
-import "golang.org/x/sys/unix"
+import (
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // Post runs fn on the loop's goroutine, after the current batch of events,
 // and reports false if the loop has exited (fn will never run).
@@ -47,10 +52,11 @@ func (l *Loop) wake() {
 	_, _ = unix.Write(l.wakefd, one[:])
 }
 
-// drainWake resets the eventfd: a read returns the counter and sets it to 0.
+// drainWake resets the eventfd: a read returns the counter and sets it to
+// 0. Raw, like the loop's other calls (wait.go): it never blocks.
 func (l *Loop) drainWake() {
 	var b [8]byte
-	_, _ = unix.Read(l.wakefd, b[:])
+	_, _, _ = syscall.RawSyscall(syscall.SYS_READ, uintptr(l.wakefd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 }
 
 // drainInbox runs what was posted, in order.

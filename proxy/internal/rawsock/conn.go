@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"os"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,16 +16,15 @@ const sockFlags = syscall.SOCK_NONBLOCK | syscall.SOCK_CLOEXEC
 // EAGAIN means the queue is empty; ECONNABORTED, a connection reset
 // while queued, is the caller's to skip.
 func Accept(fd int) (int, netip.AddrPort, error) {
-	for {
-		nfd, sa, err := syscall.Accept4(fd, sockFlags)
-		switch err {
-		case nil:
-			return nfd, AddrPort(sa), nil
-		case syscall.EINTR:
-			continue
-		}
+	var s sockaddr
+	s.n = syscall.SizeofSockaddrAny
+	nfd, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_ACCEPT4, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(unsafe.Pointer(&s.n)), sockFlags, 0, 0)
+	})
+	if err != nil {
 		return -1, netip.AddrPort{}, err
 	}
+	return int(nfd), s.addrPort(), nil
 }
 
 // Connect opens a socket and connects it to ap without waiting. pending
@@ -33,33 +33,42 @@ func Accept(fd int) (int, netip.AddrPort, error) {
 // for writing"); ConnectError then reads its outcome. On error no socket
 // is left open.
 func Connect(ap netip.AddrPort) (fd int, pending bool, err error) {
-	family, sa := Sockaddr(ap)
-	fd, err = syscall.Socket(family, syscall.SOCK_STREAM|sockFlags, 0)
+	var s sockaddr
+	family := s.set(ap)
+	r, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall(syscall.SYS_SOCKET, uintptr(family), syscall.SOCK_STREAM|sockFlags, 0)
+	})
 	if err != nil {
 		return -1, false, os.NewSyscallError("socket", err)
 	}
+	fd = int(r)
 	SetOptions(fd)
-	switch err := syscall.Connect(fd, sa); err {
-	case nil:
+	// Not retried on EINTR: the connection then "is established
+	// asynchronously" (connect(2)), as after EINPROGRESS.
+	_, _, e := syscall.RawSyscall(syscall.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(s.n))
+	switch e {
+	case 0:
 		return fd, false, nil
 	case syscall.EINPROGRESS, syscall.EINTR:
-		// After EINTR, too, "the connection is established asynchronously".
 		return fd, true, nil
 	default:
-		_ = unix.Close(fd)
-		return -1, false, os.NewSyscallError("connect", err)
+		_ = Close(fd)
+		return -1, false, os.NewSyscallError("connect", e)
 	}
 }
 
 // ConnectError is the outcome of a pending connect, once the socket has
 // signalled: connect(2), "use getsockopt(2) to read the SO_ERROR option".
 func ConnectError(fd int) error {
-	errno, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
-	if err != nil {
+	var errno int32
+	n := uint32(unsafe.Sizeof(errno))
+	if _, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_ERROR, uintptr(unsafe.Pointer(&errno)), uintptr(unsafe.Pointer(&n)), 0)
+	}); err != nil {
 		return os.NewSyscallError("getsockopt", err)
 	}
 	if errno != 0 {
-		return os.NewSyscallError("connect", unix.Errno(errno))
+		return os.NewSyscallError("connect", syscall.Errno(errno))
 	}
 	return nil
 }
@@ -67,8 +76,14 @@ func ConnectError(fd int) error {
 // SetOptions sets what Go sets on its own TCP sockets: no Nagle delay (a
 // relay writes each read at once), and keepalive with the kernel's timers.
 func SetOptions(fd int) {
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+	setInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+}
+
+func setInt(fd, level, opt int, v int32) {
+	_, _ = retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, uintptr(fd), uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
+	})
 }
 
 // ResetClose closes with an RST: socket(7), SO_LINGER with a zero timeout
@@ -76,6 +91,9 @@ func SetOptions(fd int) {
 // client then fails fast with "connection reset" instead of reading a clean
 // EOF it could mistake for an empty response, and no TIME_WAIT is left.
 func ResetClose(fd int) {
-	_ = unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
-	_ = unix.Close(fd)
+	l := syscall.Linger{Onoff: 1, Linger: 0}
+	_, _ = retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(syscall.SYS_SETSOCKOPT, uintptr(fd), syscall.SOL_SOCKET, syscall.SO_LINGER, uintptr(unsafe.Pointer(&l)), unsafe.Sizeof(l), 0)
+	})
+	_ = Close(fd)
 }

@@ -9,10 +9,7 @@ import (
 
 // Recv and Send are recvfrom(2) and sendto(2) without an address, as
 // HAProxy uses them, rather than read and write, which take the file
-// position lock a socket does not need. They are raw system calls: the
-// sockets are non-blocking, so a call never waits, and the runtime's
-// bookkeeping for a call that might block (entersyscall and exitsyscall)
-// would cost more than the call itself.
+// position lock a socket does not need.
 func Recv(fd int, b []byte) (int, error) { return rawIO(syscall.SYS_RECVFROM, fd, b, 0) }
 
 // Send writes with MSG_NOSIGNAL: send(2), "Don't generate a SIGPIPE signal
@@ -22,20 +19,18 @@ func Send(fd int, b []byte) (int, error) {
 	return rawIO(syscall.SYS_SENDTO, fd, b, syscall.MSG_NOSIGNAL)
 }
 
-// rawIO makes the recvfrom or sendto call, retrying EINTR.
+// rawIO makes the recvfrom or sendto call.
 func rawIO(trap uintptr, fd int, b []byte, flags uintptr) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	for {
-		n, _, e := syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
-		if e == 0 {
-			return int(n), nil
-		}
-		if e != syscall.EINTR {
-			return 0, e
-		}
+	n, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+	})
+	if err != nil {
+		return 0, err
 	}
+	return int(n), nil
 }
 
 // spliceFlags: never block inside the kernel (the loop waits), and move
@@ -45,11 +40,11 @@ const spliceFlags = unix.SPLICE_F_MOVE | unix.SPLICE_F_NONBLOCK
 // Splice moves up to n bytes from one descriptor to another, one of them a
 // pipe, without copying them to user space.
 func Splice(from, to, n int) (int, error) {
-	for {
-		m, err := unix.Splice(from, nil, to, nil, n, spliceFlags)
-		if err == unix.EINTR {
-			continue
-		}
-		return int(m), err
+	m, err := retry(func() (uintptr, uintptr, syscall.Errno) {
+		return syscall.RawSyscall6(unix.SYS_SPLICE, uintptr(from), 0, uintptr(to), 0, uintptr(n), spliceFlags)
+	})
+	if err != nil {
+		return 0, err
 	}
+	return int(m), nil
 }

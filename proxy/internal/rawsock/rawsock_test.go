@@ -54,8 +54,9 @@ func TestSockaddrRoundTrips(t *testing.T) {
 		{"[::ffff:127.0.0.2]:8080", "127.0.0.2:8080", syscall.AF_INET}, // dialled as IPv4, as net.Dial does
 		{"[2001:db8::1]:1", "[2001:db8::1]:1", syscall.AF_INET6},
 	} {
-		family, sa := Sockaddr(netip.MustParseAddrPort(tc.in))
-		if got := AddrPort(sa).String(); family != tc.family || got != tc.want {
+		var s sockaddr
+		family := s.set(netip.MustParseAddrPort(tc.in))
+		if got := s.addrPort().String(); family != tc.family || got != tc.want {
 			t.Errorf("%s: family %d, back as %s; want %d, %s", tc.in, family, got, tc.family, tc.want)
 		}
 	}
