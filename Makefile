@@ -137,9 +137,10 @@ fuzz:
 
 # Benchmarks against the alternatives (hosts, rewrite+kubernetes, HAProxy,
 # direct), side by side; writes test/bench/results.json and results.md.
-# BENCH_QUICK=1 is a smoke run. BENCH_ONLY=proxy,kube,scale runs only those
-# phases and keeps the others' figures (scale: 100,000 Ingresses over 100
-# targets, issue 11). Installs dnsperf, wrk, haproxy, nginx if missing.
+# BENCH_QUICK=1 is a smoke run. BENCH_ONLY=proxy,kube,order,scale runs only
+# those phases and keeps the others' figures (order: hairpin in front of
+# cache vs behind it, issue 23; scale: 100,000 Ingresses over 100 targets,
+# issues 11 and 23). Installs dnsperf, wrk, haproxy, nginx if missing.
 BENCH_TOOLS := dnsperf wrk haproxy nginx
 bench: build tools
 	@missing=; for c in dnsperf wrk haproxy nginx; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \

@@ -244,20 +244,40 @@ func (hc *hostCache) publishLoop() {
 			continue
 		}
 		hc.mu.Lock()
-		hc.publishLocked()
+		copies := hc.publishLocked()
 		hc.mu.Unlock()
+		// A burst (the rest of a first list after startup_timeout, a
+		// relist, a target that changes the claims of every object)
+		// touches every shard: coalesce it, at a pause as long as the
+		// copy was large, instead of copying the whole index per batch.
+		if copies > burstCopies {
+			select {
+			case <-hc.stopCh:
+				return
+			case <-time.After(time.Duration(copies) * burstPausePerShard):
+			}
+		}
 	}
 }
 
+// A publish that copied more than burstCopies shards is a burst; the next
+// one waits burstPausePerShard per shard copied (up to 0.5 s for the whole
+// index).
+const (
+	burstCopies        = shardCount / 8
+	burstPausePerShard = time.Millisecond
+)
+
 // publishLocked builds and stores the new index in one step under hc.mu, so
-// that two publishes can never store out of order.
-func (hc *hostCache) publishLocked() {
+// that two publishes can never store out of order. It returns how many
+// shards the new index copied.
+func (hc *hostCache) publishLocked() int {
 	if hc.reselect {
 		hc.reselect = false
 		hc.recomputeAllLocked(time.Now())
 		hc.ensureGatewayWatchesLocked()
 	}
-	ix, changed := hc.claims.publish()
+	ix, changed, copies := hc.claims.publish()
 	pending := hc.pending
 	hc.pending = nil
 	if changed {
@@ -268,6 +288,7 @@ func (hc *hostCache) publishLocked() {
 		}
 	}
 	hc.reportLocked(ix)
+	return copies
 }
 
 // stop ends every watch and waits for the goroutines to exit, so a reload

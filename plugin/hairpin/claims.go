@@ -78,6 +78,7 @@ type claims struct {
 	live    *index              // the index as of the last publish
 	next    *index              // the index being written; nil until a change after a publish
 	own     [2][shardCount]bool // which shards of next are private copies
+	copies  int                 // how many: what publishing next cost
 	changed bool                // next differs from live
 	shared  map[string][]*owner // host -> every owner naming it, when there are several
 	owners  int                 // owners that claim anything
@@ -258,7 +259,7 @@ func (c *claims) write(h string, o *owner) {
 	if c.next == nil {
 		next := *c.live // the shard arrays; every table is shared until written
 		next.targets = slices.Clone(c.live.targets)
-		c.next, c.own = &next, [2][shardCount]bool{}
+		c.next, c.own, c.copies = &next, [2][shardCount]bool{}, 0
 	}
 	key, wild := hostKey(h)
 	s, which := &c.next.exact, 0
@@ -278,6 +279,7 @@ func (c *claims) write(h string, o *owner) {
 	if !c.own[which][i] {
 		*t = t.clone()
 		c.own[which][i] = true
+		c.copies++
 	}
 	c.changed = true
 	if j >= 0 {
@@ -358,13 +360,14 @@ func (c *claims) untally(t *target) {
 
 // publish returns the index that reflects every set since the last publish;
 // changed is false when nothing changed and the previous index is returned.
-// The index returned is never written again.
-func (c *claims) publish() (ix *index, changed bool) {
+// copies is how many shards the new index copied. The index returned is
+// never written again.
+func (c *claims) publish() (ix *index, changed bool, copies int) {
 	if !c.changed {
-		return c.live, false
+		return c.live, false, 0
 	}
 	c.live, c.next, c.changed = c.next, nil, false
-	return c.live, true
+	return c.live, true, c.copies
 }
 
 // rejectedByReason counts the distinct hosts that are named but not served.

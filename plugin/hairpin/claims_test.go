@@ -18,7 +18,7 @@ func TestSharedHostGoesToTheFirstOwnerAndStaysUntilTheLast(t *testing.T) {
 	const host = "shared.example.com."
 	serving := func(want *target, conflicts int) {
 		t.Helper()
-		ix, _ := c.publish()
+		ix, _, _ := c.publish()
 		if got := ix.lookup(host); got != want {
 			t.Fatalf("%s answered by %v, want %v", host, got, want)
 		}
@@ -50,7 +50,7 @@ func TestOwnerMovingTargetsMovesEveryHost(t *testing.T) {
 	hosts := []string{"app.example.com.", "*.app.example.com.", "api.example.com."}
 	c.set(o, ownerClaims{hosts: hosts, target: a})
 	c.set(o, ownerClaims{hosts: hosts[1:], target: b})
-	ix, _ := c.publish()
+	ix, _, _ := c.publish()
 	for qname, want := range map[string]*target{"app.example.com.": nil, "x.app.example.com.": b, "api.example.com.": b} {
 		if got := ix.lookup(qname); got != want {
 			t.Errorf("%s answered by %v, want %v", qname, got, want)
@@ -71,7 +71,7 @@ func TestPublishedIndexIsNeverWrittenAgain(t *testing.T) {
 	c := newClaims()
 	o := ingressOwnerOf("x/app")
 	c.set(o, ownerClaims{hosts: []string{"one.example.com."}, target: a})
-	old, changed := c.publish()
+	old, changed, _ := c.publish()
 	if !changed {
 		t.Fatal("first publish reports no change")
 	}
@@ -79,11 +79,11 @@ func TestPublishedIndexIsNeverWrittenAgain(t *testing.T) {
 	if old.lookup("one.example.com.") != a || old.lookup("two.example.com.") != nil {
 		t.Fatal("a published index changed after a later claim")
 	}
-	next, changed := c.publish()
+	next, changed, _ := c.publish()
 	if !changed || next.lookup("two.example.com.") != a || next.lookup("one.example.com.") != nil {
 		t.Fatal("the next publish does not reflect the claim")
 	}
-	if _, changed := c.publish(); changed {
+	if _, changed, _ := c.publish(); changed {
 		t.Fatal("a publish with nothing set reports a change")
 	}
 }
@@ -96,10 +96,10 @@ func TestTargetNumbersAreReusedOnlyInTheNextIndex(t *testing.T) {
 	c := newClaims()
 	first, second := ingressOwnerOf("x/first"), ingressOwnerOf("x/second")
 	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: a})
-	before, _ := c.publish()
+	before, _, _ := c.publish()
 	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: b}) // a's number is free now
 	c.set(second, ownerClaims{hosts: []string{"two.example.com."}, target: cc})
-	after, _ := c.publish()
+	after, _, _ := c.publish()
 	if got := before.lookup("one.example.com."); got != a {
 		t.Errorf("the earlier index answers one with %v, want a", got)
 	}

@@ -60,14 +60,37 @@ func newIngressEntry(selected func(map[string]string) bool, classes *interner) f
 		// and a TLS host that no rule names is served by the catch-all
 		// default server, not by this Ingress. A "*.example.com" wildcard
 		// certificate must not send every name of the zone to the proxy.
-		if len(ing.Spec.Rules) > 0 {
-			e.hosts = make([]string, 0, len(ing.Spec.Rules))
-		}
+		hosts := make([]string, 0, len(ing.Spec.Rules))
 		for _, r := range ing.Spec.Rules {
-			e.hosts = appendHost(e.hosts, r.Host)
+			hosts = appendHost(hosts, r.Host)
+		}
+		if len(hosts) > 0 {
+			e.key, e.hosts = pack(e.key, hosts)
 		}
 		return e, nil
 	}
+}
+
+// pack copies key and hosts into one string, and returns them as slices of
+// it, in hosts' place: an Ingress keeps one allocation for all its names.
+func pack(key string, hosts []string) (string, []string) {
+	n := len(key)
+	for _, h := range hosts {
+		n += len(h)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(key)
+	for _, h := range hosts {
+		b.WriteString(h)
+	}
+	all := b.String()
+	off := len(key)
+	for i, h := range hosts {
+		hosts[i] = all[off : off+len(h)]
+		off += len(h)
+	}
+	return all[:len(key)], hosts
 }
 
 // appendHost adds host as a lowercase FQDN unless it is empty (a rule for

@@ -23,7 +23,9 @@ type objectStore interface {
 // RealFIFO transforms each object, turns a relist into Replaced deltas plus a
 // DeletedFinalStateUnknown tombstone for every key of the store that the new
 // list lacks, and a resync into Sync deltas of what the store holds. Errors
-// and the first sync go to k. The watch starts with the cache.
+// and the first sync go to k. Once the cache serves, what a small batch of
+// deltas changed is published before the next batch. The watch starts with
+// the cache.
 func (hc *hostCache) watchInto(k *kindWatch, lw cache.ListerWatcher, objType runtime.Object, transform cache.TransformFunc, keyOf cache.KeyFunc, store objectStore) {
 	fifo := cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: keyOf, KnownObjects: store, Transformer: transform})
 	process := func(deltas []cache.Delta) {
@@ -32,6 +34,13 @@ func (hc *hostCache) watchInto(k *kindWatch, lw cache.ListerWatcher, objType run
 		defer hc.mu.Unlock()
 		for _, d := range deltas {
 			store.apply(d, now)
+		}
+		// A change or two is served now, not after a hand-off to
+		// publishLoop's goroutine, which on a busy node waits its turn
+		// for a CPU; the batches of a burst are left to publishLoop,
+		// which coalesces them.
+		if len(deltas) <= liveBatch && hc.open.Load() {
+			hc.publishLocked()
 		}
 	}
 	ctrl := cache.New(&cache.Config{
@@ -50,6 +59,9 @@ func (hc *hostCache) watchInto(k *kindWatch, lw cache.ListerWatcher, objType run
 	k.regs = append(k.regs, ctrl.HasSynced)
 	hc.watches.controllers = append(hc.watches.controllers, ctrl)
 }
+
+// liveBatch is the largest batch of deltas that watchInto publishes itself.
+const liveBatch = 8
 
 // runControllers starts the watches of watchInto; they end with stopCh.
 func (hc *hostCache) runControllers() {

@@ -91,7 +91,10 @@ func (s *ingressStore) upsertLocked(e *ingressEntry, now time.Time) {
 	case !ok:
 		s.entries[e.key], cur = e, e
 	case cur != e: // a resync hands the entry itself back
-		cur.class, cur.hosts = e.class, e.hosts
+		// The names of e share one string (pack): take the key from it
+		// too, here and as the map's key, so that the old one can go.
+		cur.key, cur.class, cur.hosts = e.key, e.class, e.hosts
+		s.entries[e.key] = cur
 	}
 	s.hc.setClaimsLocked(&cur.owner, s.hc.ingressClaimsLocked(cur), now)
 }

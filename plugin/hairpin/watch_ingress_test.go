@@ -181,7 +181,7 @@ func TestResyncRedeliversTheStoreUnchanged(t *testing.T) {
 	if d.Type != cache.Sync || d.Object != stored {
 		t.Fatalf("resync queued %s %T, want a Sync of the stored entry", d.Type, d.Object)
 	}
-	if _, changed := hc.claims.publish(); changed {
+	if _, changed, _ := hc.claims.publish(); changed {
 		t.Fatal("a resync changed the index")
 	}
 	if hosts := served(hc); joinHosts(hosts) != "app.example.com." {

@@ -359,7 +359,10 @@ func round(x float64, digits int) float64 {
 }
 
 // rssMB reads VmRSS of pid in MiB.
-func rssMB(pid int) (float64, error) {
+func rssMB(pid int) (float64, error) { return statusMB(pid, "VmRSS:") }
+
+// statusMB reads a kB field of /proc/pid/status ("VmRSS:", "VmHWM:") in MiB.
+func statusMB(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -367,7 +370,7 @@ func rssMB(pid int) (float64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == "VmRSS:" {
+		if len(f) >= 2 && f[0] == field {
 			kb, err := strconv.ParseFloat(f[1], 64)
 			if err != nil {
 				return 0, err
@@ -375,7 +378,7 @@ func rssMB(pid int) (float64, error) {
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // minRSS samples VmRSS n times, every interval, and returns the smallest.

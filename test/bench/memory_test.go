@@ -31,6 +31,7 @@ func hairpinSpec(k *kube) coreDNSSpec {
 
 type memSample struct {
 	rss, syncS, heapInuse, heapSys, sys float64
+	peak                                float64 // VmHWM: the most RSS the process ever had, the first sync's peak
 }
 
 // measureCoreDNS starts bin/coredns with hairpin, times start → /ready 200,
@@ -118,6 +119,9 @@ func measureSpec(t *testing.T, cfg config, bin string, spec coreDNSSpec, n int, 
 		t.Fatal(err)
 	}
 	m.rss = rss
+	if m.peak, err = statusMB(s.proc.Cmd.Process.Pid, "VmHWM:"); err != nil {
+		t.Fatal(err)
+	}
 	if b, code, err := httpGet(ctx, "http://"+s.pprofAddr+"/debug/pprof/heap?debug=1"); err == nil && code == 200 {
 		stats := memStats(string(b))
 		m.heapInuse, m.heapSys, m.sys = stats["HeapInuse"]/(1<<20), stats["HeapSys"]/(1<<20), stats["Sys"]/(1<<20)

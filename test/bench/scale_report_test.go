@@ -54,7 +54,7 @@ func scaleDetail(r *Results) string {
 	p("| dnsperf QPS | %.0f | %.0f | %v / %v |\n", sc.QPSLarge, sc.QPSSmall, x["qps_large_runs"], x["qps_small_runs"])
 	p("| dnsperf p99 µs | %v | %v | |\n\n", x["dns_p99_us_large"], x["dns_p99_us_small"])
 	p("Go benchmark: %v.\n\n", x["go_method"])
-	p("Memory: %v; %v. RSS with none %v MiB, with the Ingresses %v MiB (Go heap in use %v MiB). Ready (start → /ready) %v s, runs %v; every host served %v s, CoreDNS CPU time by then %v s (runs %v).\n\n", x["memory_corefile"], x["memory_method"], x["rss_0_runs"], x["rss_runs"], x["heap_inuse_mb"], x["ready_s"], x["ready_runs_s"], x["sync_runs_s"], x["sync_cpu_s"], x["sync_cpu_runs_s"])
+	p("Memory: %v; %v. RSS with none %v MiB, with the Ingresses %v MiB (Go heap in use %v MiB; peak RSS, VmHWM, during the first sync %v MiB, runs %v). Ready (start → /ready) %v s, runs %v; every host served %v s, CoreDNS CPU time by then %v s (runs %v).\n\n", x["memory_corefile"], x["memory_method"], x["rss_0_runs"], x["rss_runs"], x["heap_inuse_mb"], x["peak_rss_mb"], x["peak_rss_runs"], x["ready_s"], x["ready_runs_s"], x["sync_runs_s"], x["sync_cpu_s"], x["sync_cpu_runs_s"])
 	p("Creating the Ingresses took %v s (%v per second, %d concurrent writers, protobuf).\n\n", x["create_s"], x["create_per_s"], workers)
 	p("Propagation: %v.\n\n", x["prop_method"])
 	p("| change | n | p50 ms | p99 ms |\n|---|---:|---:|---:|\n")

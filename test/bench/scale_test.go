@@ -232,7 +232,7 @@ func (e *scaleEnv) setup(t *testing.T) {
 // what "all hosts answered" means (a sample is also queried).
 func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metrics string, res *Results) {
 	want := 2 * e.cfg.scaleIngresses
-	var rss, ready, all, cpu, heap []float64
+	var rss, ready, all, cpu, heap, peak []float64
 	for rep := 0; rep < e.cfg.reps; rep++ {
 		var allS, cpuS float64
 		m := measureSpec(t, e.cfg, bin, spec, e.cfg.scaleIngresses, func(ctx context.Context, s *coreDNS, start time.Time) error {
@@ -243,8 +243,8 @@ func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metri
 			cpuS = cpuSeconds(s.proc.Cmd.Process.Pid)
 			return checkTargets(ctx, s, e.cfg.scaleIngresses, e.host, func(i int) string { return e.ips[e.tenantOf(i)] })
 		})
-		rss, ready, all, cpu, heap = append(rss, m.rss), append(ready, m.syncS), append(all, allS), append(cpu, cpuS), append(heap, m.heapInuse)
-		t.Logf("bench: scale: rep %d: ready %.3f s, all %d hosts served %.3f s (coredns CPU %.2f s), RSS %.1f MiB, load %s", rep, m.syncS, want, allS, cpuS, m.rss, loadAvg())
+		rss, ready, all, cpu, heap, peak = append(rss, m.rss), append(ready, m.syncS), append(all, allS), append(cpu, cpuS), append(heap, m.heapInuse), append(peak, m.peak)
+		t.Logf("bench: scale: rep %d: ready %.3f s, all %d hosts served %.3f s (coredns CPU %.2f s), RSS %.1f MiB (peak %.1f MiB), load %s", rep, m.syncS, want, allS, cpuS, m.rss, m.peak, loadAvg())
 	}
 	res.Scale.RSS = round(median(rss), 1)
 	res.Scale.ExtraRSS = round(res.Scale.RSS-res.Scale.RSS0, 1)
@@ -256,6 +256,8 @@ func (e *scaleEnv) benchMemory(t *testing.T, bin string, spec coreDNSSpec, metri
 	res.ScaleExtra["sync_cpu_s"] = round(median(cpu), 2)
 	res.ScaleExtra["sync_cpu_runs_s"] = roundAll(cpu, 2)
 	res.ScaleExtra["heap_inuse_mb"] = round(median(heap), 1)
+	res.ScaleExtra["peak_rss_mb"] = round(median(peak), 1)
+	res.ScaleExtra["peak_rss_runs"] = roundAll(peak, 1)
 	res.ScaleExtra["memory_corefile"] = "kubeadm v1.37.2 stock Corefile (test/e2e/testdata/corefiles/kubeadm.Corefile), hairpin activated by the image, plus a pprof line to force the GC"
 	res.ScaleExtra["memory_method"] = "VmRSS after a forced GC, settled, minimum (as the memory phase); 0 = the same Corefile with the targets and classes but no tenant Ingresses; sync = process start until coredns_hairpin_hosts{kind=exact} counts every host"
 }
