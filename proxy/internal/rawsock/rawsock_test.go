@@ -142,20 +142,7 @@ func TestConnectErrorReportsARefusal(t *testing.T) {
 // TestDetachAndResetClose: a detached descriptor is the same socket, and
 // closing it with ResetClose resets the peer.
 func TestDetachAndResetClose(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	peer, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer peer.Close()
+	conn, peer := loopbackPair(t)
 	fd, err := Detach(conn)
 	if err != nil {
 		t.Fatal(err)
@@ -175,4 +162,23 @@ func TestDetachAndResetClose(t *testing.T) {
 	if _, err := peer.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
 		t.Fatalf("peer read %v after ResetClose, want ECONNRESET", err)
 	}
+}
+
+// loopbackPair is a dialled TCP connection and its accepted end; the
+// accepted one closes with the test.
+func loopbackPair(t *testing.T) (dialled, accepted net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err == nil {
+		defer ln.Close()
+		dialled, err = net.Dial("tcp", ln.Addr().String())
+	}
+	if err == nil {
+		accepted, err = ln.Accept()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = accepted.Close() })
+	return dialled, accepted
 }
