@@ -68,7 +68,6 @@ func markdown(r *Results, failed bool) string {
 	scaleRows(r, row)
 	rt = ratio(pr.OursRSSMB1kIdle, pr.HAProxyRSSMB1kIdle)
 	row("proxy RSS with 1000 idle connections", fmt.Sprintf("%.1f MiB", pr.OursRSSMB1kIdle), fmt.Sprintf("HAProxy %.1f MiB", pr.HAProxyRSSMB1kIdle), x(rt), "≤ HAProxy's", rt <= 1.0 && pr.OursRSSMB1kIdle > 0)
-	kernelRows(r, row)
 	p("\n")
 
 	p("## Further figures (no target)\n\n")
@@ -149,36 +148,6 @@ func markdown(r *Results, failed bool) string {
 	}
 	b.WriteString(scaleDetail(r))
 	return b.String()
-}
-
-// kernelRows are the in-kernel relay's targets (issue 14), from the same
-// interleaved runs as the default path; absent when it was not measured.
-func kernelRows(r *Results, row func(measure, ours, cmp, rat, target string, ok bool)) {
-	num := func(k string) (float64, bool) {
-		v, ok := r.ProxyExtra[k].(float64)
-		return v, ok && v > 0
-	}
-	pr := &r.Proxy
-	if v, ok := num("kernel_rps_keepalive"); ok {
-		rt := ratio(v, pr.DirectRPSKeepalive)
-		row("in-kernel relay keep-alive req/s", fmt.Sprintf("%.0f", v), fmt.Sprintf("direct %.0f (HAProxy %.0f)", pr.DirectRPSKeepalive, pr.HAProxyRPSKeepalive), fmt.Sprintf("%.2f× direct", rt), "≥ 0.8× direct", rt >= 0.8)
-	}
-	if v, ok := num("kernel_cps"); ok {
-		rt := ratio(v, pr.HAProxyCPS)
-		row("in-kernel relay new connections/s", fmt.Sprintf("%.0f", v), fmt.Sprintf("HAProxy %.0f", pr.HAProxyCPS), fmt.Sprintf("%.2f×", rt), "≥ 1.0× HAProxy", rt >= 1.0)
-	}
-	if v, ok := num("kernel_mbps"); ok {
-		rt := ratio(v, pr.DirectMBps)
-		row("in-kernel relay bulk MB/s", fmt.Sprintf("%.0f", v), fmt.Sprintf("direct %.0f (HAProxy %.0f)", pr.DirectMBps, pr.HAProxyMBps), fmt.Sprintf("%.2f× direct", rt), "≥ 0.9× direct", rt >= 0.9)
-	}
-	if v, ok := num("kernel_p99_us"); ok {
-		diff := v - pr.DirectP99us
-		row("in-kernel relay latency p99", fmt.Sprintf("%.0f µs", v), fmt.Sprintf("direct %.0f µs", pr.DirectP99us), fmt.Sprintf("%+.0f µs vs direct", diff), "within 50 µs of direct", diff <= 50)
-	}
-	if v, ok := num("kernel_rss_mb_1k_idle"); ok {
-		rt := ratio(v, pr.HAProxyRSSMB1kIdle)
-		row("in-kernel relay RSS with 1000 idle connections", fmt.Sprintf("%.1f MiB", v), fmt.Sprintf("HAProxy %.1f MiB", pr.HAProxyRSSMB1kIdle), fmt.Sprintf("%.2f×", rt), "≤ HAProxy's", rt <= 1.0)
-	}
 }
 
 // ratio is a/b, and 0 when b is (a figure that was not measured).
