@@ -30,6 +30,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "coredns-hairpin:", err)
 		os.Exit(2)
 	}
+	logMemoryLimit(setMemoryLimit(os.Getenv, os.ReadFile))
 	caddy.AppVersion = fmt.Sprintf("%s (coredns-hairpin %s)", coremain.CoreVersion, version)
 	if slices.Contains(os.Args[1:], "-plugins") || slices.Contains(os.Args[1:], "--plugins") {
 		fmt.Print(describePlugins())
