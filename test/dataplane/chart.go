@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
@@ -56,5 +55,3 @@ func (e *Env) Install(ctx context.Context, t testing.TB) (string, error) {
 func (e *Env) Uninstall(ctx context.Context) (string, error) {
 	return e.Helm.Run(ctx, "uninstall", "hairpin", "-n", "hairpin-system", "--wait", "--timeout", "2m")
 }
-
-func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(0) }

@@ -54,7 +54,7 @@ func Start(t testing.TB, mode, distribution string) *Env {
 	if bin == "" {
 		harness.SkipOrFail(t, "dataplane: %s is not set (make build images)", harness.EnvBin)
 	}
-	e := &Env{Distribution: distribution, bin: bin, Chart: chartDir()}
+	e := &Env{Distribution: distribution, bin: bin, Chart: filepath.Join(harness.RepoDir(t), "manifests", "coredns-hairpin")}
 	var err error
 	if e.Corefile, err = e2e.DistributionCorefile(distribution); err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func Start(t testing.TB, mode, distribution string) *Env {
 	e.Helm = e.Helm.WithKubeconfig(e.CP.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := e.InstallKubeDNS(ctx, cluster.KubeDNSOptions{Image: CoreDNSImage(), Corefile: e.Corefile}); err != nil {
+	if err := e.InstallKubeDNS(ctx, cluster.KubeDNSOptions{Image: e.CoreDNSImage(), Corefile: e.Corefile}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ic := range Controllers {
@@ -84,7 +84,7 @@ func Start(t testing.TB, mode, distribution string) *Env {
 
 // CoreDNSImage is the reference kube-dns runs: our image, at the chart's
 // appVersion.
-func CoreDNSImage() string { return "ghcr.io/coredns-hairpin/coredns:" + appVersion() }
+func (e *Env) CoreDNSImage() string { return "ghcr.io/coredns-hairpin/coredns:" + e.appVersion() }
 
 // images maps every image the cluster runs to what runs it: our two
 // images from `make images` (the proxy under the reference the chart
@@ -110,7 +110,7 @@ func (e *Env) images(t testing.TB) (map[string]node.Image, error) {
 		return nil, err
 	}
 	images := map[string]node.Image{
-		CoreDNSImage():     {OCILayout: coredns},
+		e.CoreDNSImage():   {OCILayout: coredns},
 		cluster.NginxImage: {Host: true},
 		ClientImage:        {Host: true},
 	}
@@ -212,15 +212,9 @@ func (e *Env) Curl(ctx context.Context, url string) (string, error) {
 	return out, nil
 }
 
-// chartDir is the chart's folder in this checkout.
-func chartDir() string {
-	_, here, _, _ := runtimeCaller()
-	return filepath.Join(filepath.Dir(here), "..", "..", "manifests", "coredns-hairpin")
-}
-
 // appVersion is the chart's appVersion.
-func appVersion() string {
-	b, err := os.ReadFile(filepath.Join(chartDir(), "Chart.yaml"))
+func (e *Env) appVersion() string {
+	b, err := os.ReadFile(filepath.Join(e.Chart, "Chart.yaml"))
 	if err != nil {
 		return "dev"
 	}

@@ -71,9 +71,6 @@ var images = []image{
 	},
 }
 
-// elfMachine is the ELF e_machine of each GOARCH the images are built for.
-var elfMachine = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
-
 // TestImageIndexHoldsEveryPlatform checks, for each image, the index that
 // imagebuild writes from the per-platform binaries in HAIRPIN_BIN (`make
 // images` cross-compiles them), and the output `make images` left in
@@ -344,7 +341,7 @@ func checkELF(t *testing.T, b []byte, goarch string) {
 		t.Fatalf("binary is not an ELF file: %v", err)
 	}
 	defer f.Close()
-	if want := elfMachine[goarch]; f.Machine != want {
+	if want := harness.ELFMachine[goarch]; f.Machine != want {
 		t.Errorf("ELF machine %v; want %v for %s", f.Machine, want, goarch)
 	}
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {

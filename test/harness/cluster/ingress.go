@@ -52,12 +52,10 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 	if err != nil {
 		return err
 	}
-	cert, err := harness.NewSelfSignedCert(mkdirTemp(c.dir, "tls-"+ic.Namespace), append([]string{ic.LBIP.String()}, ic.Hosts...)...)
+	certPEM, keyPEM, err := selfSignedPEM(c.dir, ic)
 	if err != nil {
-		return fmt.Errorf("cluster: %s certificate: %w", ic.Namespace, err)
+		return err
 	}
-	certPEM, _ := os.ReadFile(cert.CertFile)
-	keyPEM, _ := os.ReadFile(cert.KeyFile)
 	controllerClass := "k8s.io/ingress-nginx-" + ic.Class
 	objects := []func() error{
 		func() error {
@@ -331,10 +329,22 @@ http {
 }
 `))
 
-func mkdirTemp(dir, pattern string) string {
-	d, err := os.MkdirTemp(dir, pattern)
+// selfSignedPEM makes the controller's default certificate, for its hosts
+// and LoadBalancer IP, and returns it and its key as PEM.
+func selfSignedPEM(dir string, ic IngressController) (certPEM, keyPEM []byte, err error) {
+	d, err := os.MkdirTemp(dir, "tls-"+ic.Namespace)
 	if err != nil {
-		return dir
+		return nil, nil, fmt.Errorf("cluster: %s certificate: %w", ic.Namespace, err)
 	}
-	return d
+	cert, err := harness.NewSelfSignedCert(d, append([]string{ic.LBIP.String()}, ic.Hosts...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: %s certificate: %w", ic.Namespace, err)
+	}
+	if certPEM, err = os.ReadFile(cert.CertFile); err != nil {
+		return nil, nil, fmt.Errorf("cluster: %s certificate: %w", ic.Namespace, err)
+	}
+	if keyPEM, err = os.ReadFile(cert.KeyFile); err != nil {
+		return nil, nil, fmt.Errorf("cluster: %s certificate: %w", ic.Namespace, err)
+	}
+	return certPEM, keyPEM, nil
 }

@@ -31,16 +31,6 @@ var (
 // hostResolvConf stands for the node's resolv.conf.
 const hostResolvConf = "nameserver 203.0.113.53\nsearch example.test\noptions timeout:2\n"
 
-func init() {
-	node.UnpackImage = func(layoutDir, arch, dir string) (*node.Rootfs, error) {
-		r, err := harness.UnpackImage(layoutDir, arch, dir)
-		if err != nil {
-			return nil, err
-		}
-		return &node.Rootfs{Dir: r.Dir, Entrypoint: r.Entrypoint, Cmd: r.Cmd, Env: r.Env, User: r.User, WorkingDir: r.WorkingDir}, nil
-	}
-}
-
 // requireRoot skips t unless it may create namespaces and mounts (fails it
 // under HAIRPIN_REQUIRE_E2E=1).
 func requireRoot(t *testing.T) {
