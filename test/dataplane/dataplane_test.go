@@ -177,8 +177,17 @@ func story(t *testing.T, mode string) {
 		if !strings.Contains(body, "client="+e.ClientIP().String()) {
 			t.Errorf("through HAProxy the controller must see the client pod: %q", body)
 		}
-		if !strings.Contains(e.LoadBalancerLog(), e.ClientIP().String()) {
-			t.Errorf("HAProxy logged no connection from the client pod %s:\n%s", e.ClientIP(), e.LoadBalancerLog())
+		// HAProxy writes a TCP log line when the connection ends, which can
+		// be after curl has returned.
+		logCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := harness.Poll(logCtx, func(context.Context) error {
+			if !strings.Contains(e.LoadBalancerLog(), e.ClientIP().String()) {
+				return fmt.Errorf("%s not in the log", e.ClientIP())
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("HAProxy logged no connection from the client pod %s: %v\n%s", e.ClientIP(), err, e.LoadBalancerLog())
 		}
 		// The other controller is still short-circuited.
 		rootURL := "http://" + root.LBIP.String() + "/"
