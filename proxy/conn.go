@@ -65,7 +65,7 @@ func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopC
 func (c *loopConn) start() {
 	s := c.l.srv
 	fd := c.fd[sideClient]
-	rawsock.SetOptions(fd)
+	rawsock.SetOptions(fd, c.l.srv.keepalive())
 	hdr, err := c.header(fd)
 	if err != nil {
 		c.rs.metrics.refuse(refusedHeader)

@@ -16,7 +16,7 @@ import (
 // EPOLLERR) ends the dial, in connectDone.
 func (c *loopConn) connect(ap netip.AddrPort) {
 	c.target = ap
-	fd, pending, err := rawsock.Connect(ap)
+	fd, pending, err := rawsock.Connect(ap, c.l.srv.keepalive())
 	if err != nil {
 		c.dialFailed(c.dialError(err))
 		return

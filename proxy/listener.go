@@ -37,8 +37,9 @@ type loopListener struct {
 func (li *loopListener) Event(uint32) { li.l.accept(li) }
 
 // addListener gives the loop its socket for rs: the first loop a duplicate
-// of the route's listener, the others a socket of their own bound to the
-// same address. It runs before the loop starts.
+// of the route's listener (which makeLoops then closes), the others a
+// socket of their own bound to the same address. It runs before the loop
+// starts.
 func (l *loop) addListener(rs *routeServer, first bool) error {
 	tl, ok := rs.ln.(*net.TCPListener)
 	if !ok {
@@ -68,11 +69,11 @@ func (l *loop) listen(li *loopListener) error {
 	return nil
 }
 
-// closeListeners closes the loop's listening sockets; with the route's own
-// listener closed, the kernel then refuses new connections (and resets
-// those still queued on a closed socket). A descriptor duplicated from the
-// route's listener is removed from the epoll set first: closing it alone
-// would not (evloop.Loop.Remove).
+// closeListeners closes the loop's listening sockets; once every loop has,
+// the kernel refuses new connections (and resets those still queued on a
+// closed socket). Each is removed from the epoll set first: for the first
+// loop's duplicate of the route's listener, closing alone would not
+// (evloop.Loop.Remove).
 func (l *loop) closeListeners() {
 	for _, li := range l.listeners {
 		if li.fd >= 0 {

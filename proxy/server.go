@@ -61,7 +61,10 @@ func WithVersion(v string) Option { return func(s *Server) { s.version = v } }
 // routeServer is one route's listener and state.
 type routeServer struct {
 	Route
+	// ln is bound in Start and closed once the loops hold its socket
+	// (makeLoops); addr is its bound address.
 	ln      net.Listener
+	addr    net.Addr
 	metrics *routeMetrics
 	// With the default dialer the loops connect themselves: to literal, when
 	// Upstream is an IP literal, else to name's cached address.
@@ -139,7 +142,7 @@ func (s *Server) Start() error {
 			s.closeListeners()
 			return fmt.Errorf("route %q: listen: %w", rs.Name, err)
 		}
-		rs.ln = ln
+		rs.ln, rs.addr = ln, ln.Addr()
 	}
 	if s.cfg.HealthAddr != "" {
 		if err := s.health.listen(s.cfg.HealthAddr); err != nil {
@@ -164,7 +167,7 @@ func (s *Server) Start() error {
 		go l.run()
 	}
 	for _, rs := range s.routes {
-		s.log.Info("route listening", "route", rs.Name, "listen", rs.ln.Addr().String(),
+		s.log.Info("route listening", "route", rs.Name, "listen", rs.addr.String(),
 			"upstream", rs.Upstream, "header_port", rs.HeaderPort)
 	}
 	return nil
@@ -176,6 +179,7 @@ func (s *Server) closeListeners() {
 	for _, rs := range s.routes {
 		if rs.ln != nil {
 			_ = rs.ln.Close()
+			rs.ln = nil
 		}
 	}
 	s.health.closeListener()
@@ -185,8 +189,8 @@ func (s *Server) closeListeners() {
 // tests (and logs) the real port when the route asked for port 0.
 func (s *Server) Addr(route string) net.Addr {
 	for _, rs := range s.routes {
-		if rs.Name == route && rs.ln != nil {
-			return rs.ln.Addr()
+		if rs.Name == route && rs.addr != nil {
+			return rs.addr
 		}
 	}
 	return nil
@@ -244,9 +248,6 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.accepting = false
 	s.mu.Unlock()
-	for _, rs := range s.routes {
-		_ = rs.ln.Close()
-	}
 	for _, l := range s.loops {
 		l.ev.Call(l.closeListeners)
 	}
@@ -304,6 +305,13 @@ func (s *Server) abortAll(reason string) int {
 	return n
 }
 
+// keepalive reports whether relayed sockets get TCP keepalive: only with the
+// idle timeout off. The kernel's first probe waits tcp_keepalive_time (two
+// hours by default), so with a timeout the timeout always reaps a dead
+// peer's connection first, and the two setsockopt calls per connection
+// would buy nothing.
+func (s *Server) keepalive() bool { return s.cfg.IdleTimeout == 0 }
+
 // gate admits a connection, or names the refusal: shutdown once the
 // listeners began closing, cap over --max-conns. An admitted connection
 // holds a place in the cap and in the drain wait. The gate and the
@@ -346,6 +354,15 @@ func (s *Server) makeLoops() error {
 				return err
 			}
 		}
+	}
+	// The route's own listener leaves the runtime poller: its socket lives
+	// on in the first loop's duplicate. Left there, every connection queued
+	// on it would also wake the runtime's netpoller, which has no goroutine
+	// to give it to. Closing it removes that registration (the runtime's
+	// EPOLL_CTL_DEL runs before the close, on a descriptor still open).
+	for _, rs := range s.routes {
+		_ = rs.ln.Close()
+		rs.ln = nil
 	}
 	return nil
 }

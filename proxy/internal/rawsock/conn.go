@@ -31,8 +31,8 @@ func Accept(fd int) (int, netip.AddrPort, error) {
 // means the handshake is under way (connect(2), EINPROGRESS: "It is
 // possible to select(2) or poll(2) for completion by selecting the socket
 // for writing"); ConnectError then reads its outcome. On error no socket
-// is left open.
-func Connect(ap netip.AddrPort) (fd int, pending bool, err error) {
+// is left open. The socket gets SetOptions with keepalive.
+func Connect(ap netip.AddrPort, keepalive bool) (fd int, pending bool, err error) {
 	var s sockaddr
 	family := s.set(ap)
 	r, err := retry(func() (uintptr, uintptr, syscall.Errno) {
@@ -42,7 +42,7 @@ func Connect(ap netip.AddrPort) (fd int, pending bool, err error) {
 		return -1, false, os.NewSyscallError("socket", err)
 	}
 	fd = int(r)
-	SetOptions(fd)
+	SetOptions(fd, keepalive)
 	// Not retried on EINTR: the connection then "is established
 	// asynchronously" (connect(2)), as after EINPROGRESS.
 	_, _, e := syscall.RawSyscall(syscall.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&s.raw)), uintptr(s.n))
@@ -73,11 +73,15 @@ func ConnectError(fd int) error {
 	return nil
 }
 
-// SetOptions sets what Go sets on its own TCP sockets: no Nagle delay (a
-// relay writes each read at once), and keepalive with the kernel's timers.
-func SetOptions(fd int) {
+// SetOptions turns off Nagle's delay, as Go does on its own TCP sockets (a
+// relay writes each read at once), and with keepalive turns on TCP
+// keepalive with the kernel's timers, which find a dead peer of an idle
+// connection.
+func SetOptions(fd int, keepalive bool) {
 	setInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+	if keepalive {
+		setInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1)
+	}
 }
 
 func setInt(fd, level, opt int, v int32) {

@@ -92,7 +92,7 @@ func TestConnectAndAcceptThroughASecondListener(t *testing.T) {
 		t.Fatalf("second listener on %s, want %s", got, ap)
 	}
 	_ = ln.Close() // only the second one is left to accept
-	fd, pending, err := Connect(ap)
+	fd, pending, err := Connect(ap, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestConnectErrorReportsARefusal(t *testing.T) {
 	}
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
 	_ = ln.Close()
-	fd, pending, err := Connect(ap)
+	fd, pending, err := Connect(ap, false)
 	if err == nil && pending {
 		defer unix.Close(fd)
 		waitWritable(t, fd)
@@ -181,4 +181,30 @@ func loopbackPair(t *testing.T) (dialled, accepted net.Conn) {
 	}
 	t.Cleanup(func() { _ = accepted.Close() })
 	return dialled, accepted
+}
+
+// TestConnectSetsNoDelayAndKeepaliveOnlyWhenAsked: every relayed socket
+// writes at once; keepalive costs a system call and is set only on request.
+func TestConnectSetsNoDelayAndKeepaliveOnlyWhenAsked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ap := ln.Addr().(*net.TCPAddr).AddrPort()
+	for _, keepalive := range []bool{false, true} {
+		fd, _, err := Connect(ap, keepalive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodelay, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		ka, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		_ = unix.Close(fd)
+		if nodelay != 1 {
+			t.Errorf("keepalive %v: TCP_NODELAY %d, want 1", keepalive, nodelay)
+		}
+		if (ka != 0) != keepalive {
+			t.Errorf("keepalive %v: SO_KEEPALIVE %d", keepalive, ka)
+		}
+	}
 }
