@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +56,12 @@ func story(t *testing.T, mode string) {
 			if err := e.WaitResolves(ctx, host, ic.LBIP); err != nil {
 				t.Fatalf("the cluster DNS must give the public answer first: %v", err)
 			}
+			// From the internet, through HAProxy's send-proxy, it works;
+			// once it does, kube-proxy has the controller's endpoints.
+			body, err := e.WaitServedFromOutside(ctx, ic, host)
+			if err != nil || !strings.Contains(body, "client="+cluster.ExternalClientIP.String()) {
+				t.Fatalf("outside client through the load balancer: %q, %v", body, err)
+			}
 			out, err := e.Curl(ctx, "http://"+host+"/")
 			if err == nil {
 				t.Fatalf("the client pod reached %s through the short-circuited LB IP; want the controller to drop the headerless connection; got %q", host, out)
@@ -69,11 +74,6 @@ func story(t *testing.T, mode string) {
 				return nil
 			}); err != nil {
 				t.Fatal(err)
-			}
-			// From the internet, through HAProxy's send-proxy, it works.
-			body, err := e.Cluster.Curl(ctx, "http://"+host+"/")
-			if err != nil || !strings.Contains(body, "controller="+ic.Namespace) || !strings.Contains(body, "client="+cluster.ExternalClientIP.String()) {
-				t.Fatalf("outside client through the load balancer: %q, %v", body, err)
 			}
 		}
 	})
@@ -121,7 +121,7 @@ func story(t *testing.T, mode string) {
 			}
 			t.Logf("%s answered with its target %s by every kube-dns replica %s after the install", host, target, time.Since(start).Round(time.Millisecond))
 			for _, scheme := range []string{"http", "https"} {
-				body, err := e.Curl(ctx, scheme+"://"+host+"/")
+				body, err := e.WaitCurl(ctx, scheme+"://"+host+"/")
 				if err != nil {
 					t.Fatalf("%s through the target: %v", scheme, err)
 				}
@@ -130,12 +130,8 @@ func story(t *testing.T, mode string) {
 					t.Fatalf("%s://%s answered %q; want it to contain %q", scheme, host, body, want)
 				}
 			}
-			reqs, err := e.Requests(ctx, ic, host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.ContainsFunc(reqs, func(a harness.AccessLogEntry) bool { return a.ProxyProtocolAddr == e.ClientIP().String() }) {
-				t.Errorf("%s's access log has no request from the client pod %s: %+v", ic.Namespace, e.ClientIP(), reqs)
+			if _, err := e.WaitRequest(ctx, ic, host, e.ClientIP()); err != nil {
+				t.Errorf("no request from the client pod: %v", err)
 			}
 			if reqs, _ := e.Requests(ctx, other, host); len(reqs) > 0 {
 				t.Errorf("%s's host reached the other controller %s: %+v", host, other.Namespace, reqs)

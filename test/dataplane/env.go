@@ -212,6 +212,21 @@ func (e *Env) Curl(ctx context.Context, url string) (string, error) {
 	return out, nil
 }
 
+// WaitCurl is Curl until it succeeds, up to 30 s: a path that has just
+// become right (a target's Pods Ready, an answer changed) may wait for
+// kube-proxy's next sync, at most --iptables-min-sync-period (1 s) later.
+func (e *Env) WaitCurl(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var body string
+	err := harness.Poll(ctx, func(ctx context.Context) error {
+		out, err := e.Curl(ctx, url)
+		body = out
+		return err
+	})
+	return body, err
+}
+
 // appVersion is the chart's appVersion.
 func (e *Env) appVersion() string {
 	b, err := os.ReadFile(filepath.Join(e.Chart, "Chart.yaml"))

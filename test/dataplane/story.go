@@ -84,6 +84,54 @@ func (e *Env) Requests(ctx context.Context, ic cluster.IngressController, host s
 	return slices.DeleteFunc(all, func(a harness.AccessLogEntry) bool { return a.Host != host }), nil
 }
 
+// WaitServedFromOutside waits until an outside client reaches ic's
+// controller for host through the load balancer, and returns the body.
+// That path goes through the NodePort, which kube-proxy programs in the
+// same sync as the LoadBalancer IP: a Deployment can be available before
+// kube-proxy has its endpoints, and a Pod's connection to the LB IP then
+// fails before it reaches the controller.
+func (e *Env) WaitServedFromOutside(ctx context.Context, ic cluster.IngressController, host string) (string, error) {
+	var body string
+	err := harness.Poll(ctx, func(ctx context.Context) error {
+		out, err := e.Cluster.Curl(ctx, "http://"+host+"/")
+		body = out
+		if err != nil || !strings.Contains(out, "controller="+ic.Namespace) {
+			return fmt.Errorf("outside client through the load balancer: %q, %v", out, err)
+		}
+		return nil
+	})
+	return body, err
+}
+
+// WaitRequest returns the last of the controller's access-log entries for
+// host whose PROXY header named client, waiting up to 10 s for it: nginx
+// writes the line after the response has left, and the container's log is
+// read from a pipe, so the line can trail the client's exit.
+func (e *Env) WaitRequest(ctx context.Context, ic cluster.IngressController, host string, client netip.Addr) (harness.AccessLogEntry, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var found harness.AccessLogEntry
+	var seen []harness.AccessLogEntry
+	err := harness.Poll(ctx, func(ctx context.Context) error {
+		reqs, err := e.Requests(ctx, ic, host)
+		if err != nil {
+			return err
+		}
+		seen = reqs
+		for _, r := range slices.Backward(reqs) {
+			if r.ProxyProtocolAddr == client.String() {
+				found = r
+				return nil
+			}
+		}
+		return fmt.Errorf("no request for %s from %s", host, client)
+	})
+	if err != nil {
+		return found, fmt.Errorf("%s's access log: %w; entries for %s: %+v", ic.Namespace, err, host, seen)
+	}
+	return found, nil
+}
+
 // SetIPMode writes ipMode into the status of ic's LoadBalancer Service, as
 // a cloud controller manager whose load balancer proxies does.
 func (e *Env) SetIPMode(ctx context.Context, ic cluster.IngressController, mode corev1.LoadBalancerIPMode) error {

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +48,42 @@ func TestDemoStory(t *testing.T) {
 				t.Error("DEMO_KEEP=1 did not pause before the uninstall")
 			}
 		})
+	}
+}
+
+// TestDemoRunsInAUserNamespace runs the built demo as an ordinary user's
+// `make demo` runs it: re-executed in a user namespace of its own, where
+// only the caller is mapped (to root), so every Pod's user and every image
+// file's owner falls back to it. DEMO_USERNS=1 takes that path as root
+// too; the story must be the real dataplane's, from start to "Done.".
+func TestDemoRunsInAUserNamespace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: the whole demo in a user namespace")
+	}
+	if why := dataplaneUnavailable(); why != "" {
+		harness.SkipOrFail(t, "demo: %s", why)
+	}
+	bin := filepath.Join(t.TempDir(), "demo")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Dir = harness.RepoDir(t)
+	cmd.Env = append(os.Environ(), envUserNS+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("the demo in a user namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	for _, want := range []string{"real dataplane (kube-proxy", "kubectl hairpin check", "release \"hairpin\" uninstalled", "\nDone.\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the demo's output lacks %q", want)
+		}
+	}
+	if strings.Contains(string(out), "telling the story on the loopback model instead") {
+		t.Error("the demo fell back to the loopback story")
 	}
 }

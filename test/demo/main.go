@@ -30,12 +30,53 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
 // envKeep keeps the stack running after the story until Ctrl-C.
 const envKeep = "DEMO_KEEP"
 
-func main() { os.Exit(demoMain()) }
+// envUserNS=1 runs the demo in a user namespace even as root, as it runs
+// for an ordinary user (the test of that path runs as root).
+const envUserNS = "DEMO_USERNS"
+
+func main() {
+	if (os.Geteuid() != 0 || os.Getenv(envUserNS) == "1") && !userns.Inside() {
+		// As rootless container tools run: the same demo again, in a user
+		// namespace of its own where it is root. Where the kernel refuses
+		// one, the story falls back to loopback and says why.
+		code, err := rootless()
+		if err == nil {
+			os.Exit(code)
+		}
+		usernsErr = err
+	}
+	if userns.Inside() {
+		usernsErr = userns.Setup()
+	}
+	os.Exit(demoMain())
+}
+
+// usernsErr is why the demo could not use a user namespace, if it tried.
+var usernsErr error
+
+// rootless runs the demo in a user namespace and returns its exit status.
+func rootless() (int, error) {
+	state, err := os.MkdirTemp("", "hairpin-demo-userns-")
+	if err != nil {
+		return 0, err
+	}
+	defer removeState(state)
+	return userns.Reexec(state)
+}
+
+// removeState removes the user namespace's overlay layers; overlayfs
+// leaves its work folder without permissions.
+func removeState(state string) {
+	_ = os.Chmod(filepath.Join(state, "etc-work", "work"), 0o700)
+	_ = os.RemoveAll(state)
+}
 
 func demoMain() int {
 	// Caught until the very end, so that a second Ctrl-C cannot kill the

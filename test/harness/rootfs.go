@@ -15,6 +15,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"golang.org/x/sys/unix"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
 // Rootfs is an image unpacked into a folder, with the configuration a
@@ -332,7 +334,8 @@ func applyEntry(root *os.Root, name string, hdr *tar.Header, r io.Reader) error 
 		if err := root.Symlink(hdr.Linkname, name); err != nil {
 			return err
 		}
-		return root.Lchown(name, hdr.Uid, hdr.Gid)
+		uid, gid := userns.Owner(hdr.Uid, hdr.Gid)
+		return root.Lchown(name, uid, gid)
 	case tar.TypeLink:
 		target, err := localName(hdr.Linkname)
 		if err != nil {
@@ -348,7 +351,7 @@ func applyEntry(root *os.Root, name string, hdr *tar.Header, r io.Reader) error 
 // attributes, in that order: a chown clears setuid bits and the file
 // capability, so they come after it.
 func setMeta(f *os.File, hdr *tar.Header, mode fs.FileMode, xattrs map[string]string) error {
-	if err := f.Chown(hdr.Uid, hdr.Gid); err != nil {
+	if err := f.Chown(userns.Owner(hdr.Uid, hdr.Gid)); err != nil {
 		return err
 	}
 	if err := f.Chmod(mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
 // NginxImage is the image reference of the ingress controllers' Pods; the
@@ -264,7 +265,7 @@ func ingressNginxDeployment(ic IngressController, labels map[string]string, cont
 // server per host, and its health endpoint on :10254.
 func ingressNginxConf(ic IngressController) (string, error) {
 	var b bytes.Buffer
-	err := ingressNginxTemplate.Execute(&b, map[string]any{"IC": ic, "LogFormat": harness.NginxLogFormat})
+	err := ingressNginxTemplate.Execute(&b, map[string]any{"IC": ic, "LogFormat": harness.NginxLogFormat, "UserNS": userns.Inside()})
 	if err != nil {
 		return "", fmt.Errorf("cluster: nginx.conf of %s: %w", ic.Namespace, err)
 	}
@@ -275,6 +276,11 @@ var ingressNginxTemplate = template.Must(template.New("nginx.conf").Parse(`# ngi
 daemon off;
 master_process off;
 worker_processes 1;
+{{- if .UserNS}}
+# In a user namespace that maps only root, nginx cannot chown its temp
+# folders to its default user (written by the rootless test cluster).
+user root root;
+{{- end}}
 pid /tmp/nginx.pid;
 error_log stderr notice;
 

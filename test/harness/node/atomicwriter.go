@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
 // file is one file of a volume's payload.
@@ -97,7 +99,8 @@ func writePayloadFile(path string, f file) error {
 		return err
 	}
 	if f.uid >= 0 || f.gid >= 0 {
-		return os.Lchown(path, f.uid, f.gid)
+		uid, gid := userns.Owner(f.uid, f.gid)
+		return os.Lchown(path, uid, gid)
 	}
 	return nil
 }

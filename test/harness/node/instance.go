@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/coredns-hairpin/hairpin/test/harness/node/internal/shim"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
 // containerIDPrefix is the runtime part of the container IDs reported.
@@ -92,9 +95,9 @@ func (n *Node) prepare(c *container) (*instance, error) {
 		Args:         args,
 		Env:          full,
 		Dir:          firstNonEmpty(c.spec.WorkingDir, img.config.WorkingDir),
-		UID:          cred.uid,
-		GID:          cred.gid,
-		Groups:       cred.groups,
+		UID:          userns.ID(cred.uid),
+		GID:          userns.GID(cred.gid),
+		Groups:       mappedGroups(cred.groups),
 		Caps:         caps,
 		NoNewPrivs:   sc != nil && sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
 	}
@@ -174,4 +177,16 @@ func (inst *instance) terminationMessage(c *corev1.Container, exit int32) string
 		b = b[:max]
 	}
 	return string(b)
+}
+
+// mappedGroups is groups as this user namespace can hold them
+// (userns.GID), without repeats.
+func mappedGroups(groups []uint32) []uint32 {
+	var out []uint32
+	for _, g := range groups {
+		if m := userns.GID(g); !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
 // volumeDir is where the Pod's volume name lives on the host; containers
@@ -39,7 +41,7 @@ func (p *pod) setUpVolumes() error {
 			return err
 		}
 		if o := p.volumeOwner(); o.gid >= 0 {
-			if err := os.Chown(dir, -1, o.gid); err != nil {
+			if err := os.Chown(dir, -1, int(userns.GID(uint32(o.gid)))); err != nil {
 				return err
 			}
 		}

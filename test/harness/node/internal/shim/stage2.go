@@ -32,6 +32,8 @@ func stage2(path string) error {
 	if err != nil {
 		return err
 	}
+	// Read before the chroot hides the machine's /proc.
+	denied := setgroupsDenied()
 	if err := unix.Chroot(s.Root); err != nil {
 		return fmt.Errorf("chroot %s: %w", s.Root, err)
 	}
@@ -52,7 +54,7 @@ func stage2(path string) error {
 	if err := dropBounding(s.Caps); err != nil {
 		return err
 	}
-	if err := setCreds(s); err != nil {
+	if err := setCreds(s, denied); err != nil {
 		return err
 	}
 	if err := setCaps(s.Caps); err != nil {
@@ -118,7 +120,7 @@ func lastCap() (uint, error) {
 
 // setCreds switches this thread to the container's user, keeping its
 // permitted capabilities for setCaps to narrow.
-func setCreds(s *Spec) error {
+func setCreds(s *Spec, setgroupsDenied bool) error {
 	if err := unix.Prctl(unix.PR_SET_KEEPCAPS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("keepcaps: %w", err)
 	}
@@ -126,8 +128,10 @@ func setCreds(s *Spec) error {
 	if len(groups) == 0 {
 		groups = []uint32{s.GID}
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
-		return fmt.Errorf("setgroups: %w", e)
+	if !setgroupsDenied {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(&groups[0])), 0); e != 0 {
+			return fmt.Errorf("setgroups: %w", e)
+		}
 	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(s.GID), uintptr(s.GID), uintptr(s.GID)); e != 0 {
 		return fmt.Errorf("setresgid %d: %w", s.GID, e)
@@ -163,4 +167,13 @@ func capMask(caps []uint) [2]uint32 {
 		}
 	}
 	return m
+}
+
+// setgroupsDenied reports whether this user namespace denies setgroups(2),
+// as an unprivileged one must before its gid_map is written
+// (user_namespaces(7), "/proc/[pid]/setgroups"): the process then keeps
+// the groups it has, which the map holds as the namespace's root group.
+func setgroupsDenied() bool {
+	b, err := os.ReadFile("/proc/self/setgroups")
+	return err == nil && strings.TrimSpace(string(b)) == "deny"
 }
