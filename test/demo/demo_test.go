@@ -63,6 +63,9 @@ func TestDemoRunsInAUserNamespace(t *testing.T) {
 	if why := dataplaneUnavailable(); why != "" {
 		harness.SkipOrFail(t, "demo: %s", why)
 	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err != nil || strings.TrimSpace(string(b)) == "0" {
+		harness.SkipOrFail(t, "demo: this kernel allows no user namespaces (user.max_user_namespaces: %q, %v)", b, err)
+	}
 	bin := filepath.Join(t.TempDir(), "demo")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
