@@ -155,7 +155,7 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 		{"route", routeSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (a name is re-resolved at most once a second), and write header-port (default: the UPSTREAM port) as the PROXY destination port and dest-addr (default: the accepted socket's local address, in a cluster the proxy pod's IP after DNAT, not the ClusterIP) as its destination address. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
 		{"proxy-protocol", "1|2", "PROXY protocol version to write.", false},
 		{"dial-timeout", "DURATION", "Upper bound on one upstream dial, DNS included. Must be > 0.", false},
-		{"idle-timeout", "DURATION", "Close a connection after no bytes moved in either direction for this long; 0 disables.", false},
+		{"idle-timeout", "DURATION", "Close a connection after no bytes moved in either direction for this long; 0 disables it and turns on TCP keepalive instead.", false},
 		{"max-conns", "N", "Cap on concurrent connections across all routes of the process; a connection beyond it is reset at once. 0 means no cap. The default fits the fd limit: (RLIMIT_NOFILE - 64) / 6, since a connection holds 2 sockets and, while splicing, up to 2 pipes of 2 fds.", false},
 		{"drain-timeout", "DURATION", "On SIGTERM/SIGINT, how long in-flight connections may continue after the listeners close; then they are closed.", false},
 		{"lameduck", "DURATION", "On SIGTERM/SIGINT, how long to keep accepting (with /readyz failing) before closing the listeners.", false},

@@ -41,7 +41,8 @@ func (p *pod) setUpVolumes() error {
 			return err
 		}
 		if o := p.volumeOwner(); o.gid >= 0 {
-			if err := os.Chown(dir, -1, int(userns.GID(uint32(o.gid)))); err != nil {
+			uid, gid := userns.Owner(-1, o.gid)
+			if err := os.Chown(dir, uid, gid); err != nil {
 				return err
 			}
 		}
