@@ -202,3 +202,35 @@ func contiguous(names []string) []string {
 	}
 	return out
 }
+
+// BenchmarkPublishOneChange is the write side's cost per change at the
+// scale of issue 23 (100,000 owners of 2 hosts over 100 targets): one owner
+// renames a host, and the index is published. B/op is the garbage each
+// change leaves, which is what makes the collector run under a steady
+// stream of changes.
+func BenchmarkPublishOneChange(b *testing.B) {
+	const owners, targets = 100_000, 100
+	ts := make([]*target, targets)
+	for i := range ts {
+		ts[i] = newTarget(fmt.Sprintf("ns/t%03d", i), targetSelection{})
+	}
+	c := newClaims()
+	owns := make([]*owner, owners)
+	for i := range owns {
+		owns[i] = ingressOwnerOf(fmt.Sprintf("tenant-%03d/app-%06d", i%targets, i))
+		zone := fmt.Sprintf("tenant-%03d.example.com.", i%targets)
+		c.set(owns[i], ownerClaims{hosts: []string{fmt.Sprintf("app-%06d.%s", i, zone), fmt.Sprintf("api-%06d.%s", i, zone)}, target: ts[i%targets]})
+	}
+	c.publish()
+	b.ReportAllocs()
+	j := 0
+	for b.Loop() {
+		i := (j * 7919) % owners
+		zone := fmt.Sprintf("tenant-%03d.example.com.", i%targets)
+		c.set(owns[i], ownerClaims{hosts: []string{fmt.Sprintf("app-%06d-v%d.%s", i, j, zone), fmt.Sprintf("api-%06d.%s", i, zone)}, target: ts[i%targets]})
+		if _, changed, _ := c.publish(); !changed {
+			b.Fatal("a rename published no change")
+		}
+		j++
+	}
+}

@@ -248,29 +248,29 @@ func (hc *hostCache) publishLoop() {
 		hc.mu.Unlock()
 		// A burst (the rest of a first list after startup_timeout, a
 		// relist, a target that changes the claims of every object)
-		// touches every shard: coalesce it, at a pause as long as the
+		// touches every table: coalesce it, at a pause as long as the
 		// copy was large, instead of copying the whole index per batch.
 		if copies > burstCopies {
 			select {
 			case <-hc.stopCh:
 				return
-			case <-time.After(time.Duration(copies) * burstPausePerShard):
+			case <-time.After(burstPause * time.Duration(copies) / shardCount):
 			}
 		}
 	}
 }
 
-// A publish that copied more than burstCopies shards is a burst; the next
-// one waits burstPausePerShard per shard copied (up to 0.5 s for the whole
-// index).
+// A publish that copied more than burstCopies tables is a burst; the next
+// one waits in proportion to the share of tables copied, up to burstPause
+// for the whole index.
 const (
-	burstCopies        = shardCount / 8
-	burstPausePerShard = time.Millisecond
+	burstCopies = shardCount / 8
+	burstPause  = 500 * time.Millisecond
 )
 
 // publishLocked builds and stores the new index in one step under hc.mu, so
 // that two publishes can never store out of order. It returns how many
-// shards the new index copied.
+// tables the new index copied.
 func (hc *hostCache) publishLocked() int {
 	if hc.reselect {
 		hc.reselect = false

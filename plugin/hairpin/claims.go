@@ -77,8 +77,9 @@ type rejectedHost struct {
 type claims struct {
 	live    *index              // the index as of the last publish
 	next    *index              // the index being written; nil until a change after a publish
-	own     [2][shardCount]bool // which shards of next are private copies
-	copies  int                 // how many: what publishing next cost
+	ownDir  [2][dirCount]bool   // which directories of next are private copies
+	own     [2][shardCount]bool // which tables of next are private copies
+	copies  int                 // how many tables: what publishing next cost
 	changed bool                // next differs from live
 	shared  map[string][]*owner // host -> every owner naming it, when there are several
 	owners  int                 // owners that claim anything
@@ -246,7 +247,10 @@ func (c *claims) winnerOf(h string) *owner {
 		s = &ix.wildcard
 	}
 	hh := hashOf(key)
-	t := &s.t[shardOf(hh)]
+	t := s.table(shardOf(hh))
+	if t == nil {
+		return nil
+	}
 	if i := t.find(key, hh); i >= 0 {
 		return c.byNum[t.slots[i].owner]
 	}
@@ -257,9 +261,9 @@ func (c *claims) winnerOf(h string) *owner {
 // when o is nil.
 func (c *claims) write(h string, o *owner) {
 	if c.next == nil {
-		next := *c.live // the shard arrays; every table is shared until written
+		next := *c.live // the directories; every one is shared until written
 		next.targets = slices.Clone(c.live.targets)
-		c.next, c.own, c.copies = &next, [2][shardCount]bool{}, 0
+		c.next, c.ownDir, c.own, c.copies = &next, [2][dirCount]bool{}, [2][shardCount]bool{}, 0
 	}
 	key, wild := hostKey(h)
 	s, which := &c.next.exact, 0
@@ -268,19 +272,17 @@ func (c *claims) write(h string, o *owner) {
 	}
 	hh := hashOf(key)
 	i := shardOf(hh)
-	t := &s.t[i]
-	j := t.find(key, hh)
-	switch {
-	case o == nil && j < 0:
-		return
-	case o != nil && j >= 0 && c.byNum[t.slots[j].owner] == o && c.next.targets[t.slots[j].target] == o.claims.target:
+	j := -1
+	if t := s.table(i); t != nil {
+		j = t.find(key, hh)
+		if o != nil && j >= 0 && c.byNum[t.slots[j].owner] == o && c.next.targets[t.slots[j].target] == o.claims.target {
+			return
+		}
+	}
+	if o == nil && j < 0 {
 		return
 	}
-	if !c.own[which][i] {
-		*t = t.clone()
-		c.own[which][i] = true
-		c.copies++
-	}
+	t := c.writable(s, which, i)
 	c.changed = true
 	if j >= 0 {
 		c.untally(c.next.targets[t.slots[j].target])
@@ -302,6 +304,27 @@ func (c *claims) write(h string, o *owner) {
 		s.n++
 	}
 	c.perTarget[o.claims.target]++
+}
+
+// writable returns table i of s in the next index as a private copy,
+// copying its directory first if the live index shares it.
+func (c *claims) writable(s *shards, which, i int) *hostTable {
+	di := i >> tableBits
+	if !c.ownDir[which][di] {
+		d := new(shardDir)
+		if old := s.dirs[di]; old != nil {
+			*d = *old
+		}
+		s.dirs[di] = d
+		c.ownDir[which][di] = true
+	}
+	t := &s.dirs[di][i&(dirSize-1)]
+	if !c.own[which][i] {
+		*t = t.clone()
+		c.own[which][i] = true
+		c.copies++
+	}
+	return t
 }
 
 // numberOwner returns o's number, giving it one if it has none.
@@ -360,7 +383,7 @@ func (c *claims) untally(t *target) {
 
 // publish returns the index that reflects every set since the last publish;
 // changed is false when nothing changed and the previous index is returned.
-// copies is how many shards the new index copied. The index returned is
+// copies is how many tables the new index copied. The index returned is
 // never written again.
 func (c *claims) publish() (ix *index, changed bool, copies int) {
 	if !c.changed {

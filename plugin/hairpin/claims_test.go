@@ -1,6 +1,7 @@
 package hairpin
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -111,5 +112,49 @@ func TestTargetNumbersAreReusedOnlyInTheNextIndex(t *testing.T) {
 	}
 	if len(after.targets) != 2 {
 		t.Errorf("the later index numbers %d targets, want 2 (a's number reused)", len(after.targets))
+	}
+}
+
+// TestPublishCopiesOnlyWhatAChangeTouches: a change of one host copies the
+// directory and the table that hold it; every other directory is the live
+// index's own, so a change leaves kilobytes of garbage, not the index.
+func TestPublishCopiesOnlyWhatAChangeTouches(t *testing.T) {
+	a := newTarget("ns/a", targetSelection{})
+	c := newClaims()
+	owners := make([]*owner, 5000)
+	for i := range owners {
+		owners[i] = ingressOwnerOf(fmt.Sprintf("x/app-%d", i))
+		c.set(owners[i], ownerClaims{hosts: []string{fmt.Sprintf("app-%d.example.com.", i)}, target: a})
+	}
+	before, _, _ := c.publish()
+	for _, tc := range []struct {
+		name  string
+		owner *owner
+		host  string
+		dirs  int // directories that may differ from the index before
+	}{
+		{"add one host", ingressOwnerOf("x/new"), "new.example.com.", 1},
+		{"rename one host", owners[7], "renamed.example.com.", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.set(tc.owner, ownerClaims{hosts: []string{tc.host}, target: a})
+			after, changed, copies := c.publish()
+			if !changed {
+				t.Fatal("no change published")
+			}
+			if copies > tc.dirs {
+				t.Errorf("%d tables copied, want at most %d", copies, tc.dirs)
+			}
+			differ := 0
+			for i := range after.exact.dirs {
+				if after.exact.dirs[i] != before.exact.dirs[i] {
+					differ++
+				}
+			}
+			if differ == 0 || differ > tc.dirs {
+				t.Errorf("%d directories differ from the index before, want 1 to %d", differ, tc.dirs)
+			}
+			before = after
+		})
 	}
 }

@@ -7,33 +7,61 @@ import "strings"
 // builds the next one and swaps it in. Each entry points at the target it
 // answers with.
 //
-// The hosts are split into shards by their hash, so that a publish copies
-// only the shards its changes touch: with 200,000 hosts one change costs a
-// copy of about 800 slots instead of the whole index.
+// The hosts are split into small tables by their hash, in two levels, so
+// that a publish copies only what its changes touch: with 200,000 hosts a
+// change of one host copies the index's directory pointers (1 KiB), one
+// directory of table headers (3.5 KiB) and one table of about 70 slots
+// (4.5 KiB). With one level of 256 tables it copied 28 KiB of headers and a
+// 75 KiB table, and that garbage was what made the collector run under a
+// steady stream of changes, each run stalling the changes it met by
+// milliseconds.
 type index struct {
 	exact    shards    // "app.example.com." -> target
 	wildcard shards    // "example.com." for "*.example.com." -> target
 	targets  []*target // by the numbers in the slots
 }
 
-// shardCount is a power of two: the top bits of a hash pick the shard.
+// The top shardBits of a hash pick the table: the first dirBits its
+// directory, the next tableBits its place there.
 const (
-	shardBits  = 8
-	shardCount = 1 << shardBits
+	dirBits    = 6
+	tableBits  = 6
+	shardBits  = dirBits + tableBits
+	shardCount = 1 << shardBits // tables
+	dirCount   = 1 << dirBits
+	dirSize    = 1 << tableBits
 )
 
+// shards is one kind of host (exact or wildcard) in its tables. A nil
+// directory has only empty tables; directories and tables are shared
+// between indexes until a writer changes them (claims copies them first).
 type shards struct {
-	t [shardCount]hostTable
-	n int // hosts in all shards
+	dirs [dirCount]*shardDir
+	n    int // hosts in all tables
 }
+
+// shardDir is one directory: the headers of dirSize tables.
+type shardDir [dirSize]hostTable
 
 var emptyIndex = &index{}
 
 func shardOf(h uint64) int { return int(h >> (64 - shardBits)) }
 
+// table returns table i, or nil while its directory has none.
+func (s *shards) table(i int) *hostTable {
+	d := s.dirs[i>>tableBits]
+	if d == nil {
+		return nil
+	}
+	return &d[i&(dirSize-1)]
+}
+
 func (ix *index) get(s *shards, key string) *target {
 	h := hashOf(key)
-	t := &s.t[shardOf(h)]
+	t := s.table(shardOf(h))
+	if t == nil {
+		return nil
+	}
 	if i := t.find(key, h); i >= 0 {
 		return ix.targets[t.slots[i].target]
 	}
@@ -64,8 +92,11 @@ func (ix *index) size() (exact, wildcard int) { return ix.exact.n, ix.wildcard.n
 // each calls f for every host in the index, wildcards as "*.parent".
 func (ix *index) each(f func(host string, t *target)) {
 	for prefix, s := range map[string]*shards{"": &ix.exact, "*.": &ix.wildcard} {
-		for i := range s.t {
-			t := &s.t[i]
+		for i := range shardCount {
+			t := s.table(i)
+			if t == nil {
+				continue
+			}
 			for j := range t.slots {
 				if slot := &t.slots[j]; slot.klen != 0 {
 					f(prefix+t.keyOf(slot), ix.targets[slot.target])

@@ -63,7 +63,7 @@ func scaleDetail(r *Results) string {
 	}
 	p("| all | %d | %.1f | %.1f |\n", sc.PropN, sc.PropP50, sc.PropP99)
 	p("| a bare client-go informer, the same changes | %d | %v | %.1f |\n\n", sc.PropN, x["informer_propagation_p50_ms"], sc.InformerPropP99)
-	p("Ours less the informer's, per change: p50 %v ms, p99 %v ms. Load average at the end of the propagation run: %v.\n\n", x["prop_less_informer_p50_ms"], x["prop_less_informer_p99_ms"], x["prop_loadavg_end"])
+	p("Ours less the informer's, per change: p50 %v ms, p99 %v ms. CoreDNS over the changes: %v GC runs, %v MiB allocated. Load average at the end of the propagation run: %v.\n\n", x["prop_less_informer_p50_ms"], x["prop_less_informer_p99_ms"], x["prop_gc_runs"], x["prop_alloc_mb"], x["prop_loadavg_end"])
 	p("API call alone (included above): p50 %v ms, p99 %v ms; from the API's answer to CoreDNS's: p50 %v ms, p99 %v ms; max %v ms. The plugin's coredns_hairpin_index_update_delay_seconds over the same changes: %v events, p50 ≤ %v ms, p99 ≤ %v ms (bucket bounds), %v under 100 ms.\n",
 		x["prop_api_call_p50_ms"], x["prop_api_call_p99_ms"], x["prop_after_api_p50_ms"], x["prop_after_api_p99_ms"], x["prop_max_ms"], x["plugin_delay_events"], x["plugin_delay_p50_le_ms"], x["plugin_delay_p99_le_ms"], x["plugin_delay_under_100ms"])
 	return b.String()
