@@ -30,6 +30,7 @@ type loopConn struct {
 	ends     [2]endpoint    // the sockets' Handlers, by side
 	reg      [2]evloop.Reg  // their registrations
 	client   netip.AddrPort // the client's address
+	local    netip.AddrPort // the client socket's own address, if the listener knew it
 	accepted time.Time
 
 	relaying     bool           // the header is queued and both flows run
@@ -52,8 +53,8 @@ type endpoint struct {
 // Event is one epoll event of the socket.
 func (e *endpoint) Event(events uint32) { e.c.event(e.s, events) }
 
-func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopConn {
-	c := &loopConn{l: l, rs: rs, client: client, accepted: l.ev.Now()}
+func newLoopConn(l *loop, rs *routeServer, fd int, client, local netip.AddrPort) *loopConn {
+	c := &loopConn{l: l, rs: rs, client: client, local: local, accepted: l.ev.Now()}
 	c.fd = [2]int{fd, -1}
 	c.ends = [2]endpoint{{c, sideClient}, {c, sideUpstream}}
 	return c
@@ -65,7 +66,6 @@ func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopC
 func (c *loopConn) start() {
 	s := c.l.srv
 	fd := c.fd[sideClient]
-	rawsock.SetOptions(fd, c.l.srv.keepalive())
 	hdr, err := c.header(fd)
 	if err != nil {
 		c.rs.metrics.refuse(refusedHeader)
@@ -98,9 +98,12 @@ func (c *loopConn) register(s side) error {
 
 // header formats the PROXY header for the client socket fd.
 func (c *loopConn) header(fd int) ([]byte, error) {
-	local, err := rawsock.LocalAddr(fd)
-	if err != nil {
-		return nil, err
+	local := c.local
+	if !local.IsValid() {
+		var err error
+		if local, err = rawsock.LocalAddr(fd); err != nil {
+			return nil, err
+		}
 	}
 	h, err := buildHeader(c.l.srv.cfg.ProxyProtocol, c.client, local, c.rs.DestAddr, c.rs.HeaderPort)
 	if err != nil {

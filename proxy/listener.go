@@ -27,7 +27,8 @@ const acceptBatch = 64
 type loopListener struct {
 	l       *loop
 	rs      *routeServer
-	fd      int // -1 once closed
+	fd      int            // -1 once closed
+	local   netip.AddrPort // the bound address, if not a wildcard: every accepted socket's own
 	reg     evloop.Reg
 	resume  time.Time     // while backing off after an accept error
 	backoff time.Duration // the last backoff, doubled on each error
@@ -49,7 +50,17 @@ func (l *loop) addListener(rs *routeServer, first bool) error {
 	if err != nil {
 		return fmt.Errorf("route %q: listener for an event loop: %w", rs.Name, err)
 	}
+	// accept(2)'s socket is a clone of the listener's, so TCP_NODELAY and
+	// SO_KEEPALIVE set here reach every connection without a setsockopt
+	// per accept (tcp_create_openreq_child also starts the clone's
+	// keepalive timer).
+	rawsock.SetOptions(fd, l.srv.keepalive())
 	li := &loopListener{l: l, rs: rs, fd: fd}
+	// A socket accepted on a specific address has that address as its own,
+	// so only a wildcard listener needs a getsockname per connection.
+	if local, err := rawsock.LocalAddr(fd); err == nil && !local.Addr().IsUnspecified() {
+		li.local = local
+	}
 	l.listeners = append(l.listeners, li)
 	return l.listen(li)
 }
@@ -97,7 +108,7 @@ func (l *loop) accept(li *loopListener) {
 		switch {
 		case err == nil:
 			li.backoff = 0
-			l.admit(li.rs, fd, client)
+			l.admit(li, fd, client)
 		case errors.Is(err, unix.EAGAIN):
 			return
 		case errors.Is(err, unix.ECONNABORTED):
@@ -113,8 +124,8 @@ func (l *loop) accept(li *loopListener) {
 
 // admit applies the shutdown gate and the connection cap to an accepted
 // socket, then starts its connection.
-func (l *loop) admit(rs *routeServer, fd int, client netip.AddrPort) {
-	s := l.srv
+func (l *loop) admit(li *loopListener, fd int, client netip.AddrPort) {
+	s, rs := l.srv, li.rs
 	rs.metrics.accepted.Inc()
 	if reason := s.gate(); reason != "" {
 		rs.metrics.refuse(reason)
@@ -125,5 +136,5 @@ func (l *loop) admit(rs *routeServer, fd int, client netip.AddrPort) {
 		return
 	}
 	rs.metrics.active.Inc()
-	newLoopConn(l, rs, fd, client).start()
+	newLoopConn(l, rs, fd, client, li.local).start()
 }

@@ -43,6 +43,8 @@ func (r *relay) mark(s side, events uint32) dir {
 		if events&(unix.EPOLLPRI|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 			f.rdhup = true
 		}
+		f.fin = f.fin || events&unix.EPOLLRDHUP != 0
+		f.unsure = f.unsure || events&(unix.EPOLLPRI|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	}
 	if events&(unix.EPOLLOUT|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		r.flows[d.other()].writable = true
@@ -100,9 +102,11 @@ func (r *relay) pump(d dir) string {
 // held, so the flow waits for the next edge-triggered event instead of
 // paying a read that returns EAGAIN; epoll(7), EPOLLET: events are
 // delivered "only when changes occur on the monitored file descriptor", and
-// every arrival after this read is such a change. That does not hold once
-// the peer's FIN has been signalled (the event that said so is spent), so
-// after EPOLLRDHUP the flow reads on until EOF.
+// every arrival after this read is such a change. Once the peer's FIN has
+// been signalled (EPOLLRDHUP, and the event that said so is spent) the same
+// short read means EOF, and the read that would return 0 is skipped; but
+// after urgent data, an error or a hangup a read can stop short of what is
+// queued, so the flow then reads on until EOF.
 func (r *relay) fill(d dir) (bool, string) {
 	f := &r.flows[d]
 	if f.bulk && !f.noPipe && f.n == f.off {
@@ -122,9 +126,14 @@ func (r *relay) fill(d dir) (bool, string) {
 		return more, end
 	}
 	f.n += n
-	if n == want {
+	switch {
+	case n == want:
 		f.bulk = true
-	} else if !f.rdhup {
+	case f.fin && !f.unsure:
+		// The FIN came in order, after every byte before it, and nothing
+		// can follow it: a short read took the last byte.
+		f.eof, f.readable = true, false
+	case !f.rdhup:
 		f.readable = false
 	}
 	return true, ""

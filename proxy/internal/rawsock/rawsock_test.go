@@ -2,6 +2,7 @@ package rawsock
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -205,6 +206,53 @@ func TestConnectSetsNoDelayAndKeepaliveOnlyWhenAsked(t *testing.T) {
 		}
 		if (ka != 0) != keepalive {
 			t.Errorf("keepalive %v: SO_KEEPALIVE %d", keepalive, ka)
+		}
+	}
+}
+
+// TestAcceptedSocketsInheritTheListenersOptions: the loops set TCP_NODELAY
+// and SO_KEEPALIVE once on each listener, not per connection, which holds
+// only because Linux's accept(2) clones the listener's socket.
+func TestAcceptedSocketsInheritTheListenersOptions(t *testing.T) {
+	for _, keepalive := range []bool{false, true} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lfd, err := Listener(ln.(*net.TCPListener), false)
+		_ = ln.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		SetOptions(lfd, keepalive)
+		sa, err := unix.Getsockname(lfd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", sa.(*unix.SockaddrInet4).Port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fd int
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			if fd, _, err = Accept(lfd); err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		_ = c.Close()
+		_ = unix.Close(lfd)
+		if err != nil {
+			t.Fatalf("accept: %v", err)
+		}
+		nodelay, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		ka, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		_ = unix.Close(fd)
+		if nodelay != 1 {
+			t.Errorf("keepalive %v: the accepted socket has TCP_NODELAY %d, want 1", keepalive, nodelay)
+		}
+		if (ka != 0) != keepalive {
+			t.Errorf("keepalive %v: the accepted socket has SO_KEEPALIVE %d", keepalive, ka)
 		}
 	}
 }
