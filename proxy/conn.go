@@ -30,7 +30,6 @@ type loopConn struct {
 	ends     [2]endpoint    // the sockets' Handlers, by side
 	reg      [2]evloop.Reg  // their registrations
 	client   netip.AddrPort // the client's address
-	local    netip.AddrPort // the client socket's own address, if the listener knew it
 	accepted time.Time
 
 	relaying     bool           // the header is queued and both flows run
@@ -53,8 +52,8 @@ type endpoint struct {
 // Event is one epoll event of the socket.
 func (e *endpoint) Event(events uint32) { e.c.event(e.s, events) }
 
-func newLoopConn(l *loop, rs *routeServer, fd int, client, local netip.AddrPort) *loopConn {
-	c := &loopConn{l: l, rs: rs, client: client, local: local, accepted: l.ev.Now()}
+func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopConn {
+	c := &loopConn{l: l, rs: rs, client: client, accepted: l.ev.Now()}
 	c.fd = [2]int{fd, -1}
 	c.ends = [2]endpoint{{c, sideClient}, {c, sideUpstream}}
 	return c
@@ -98,12 +97,9 @@ func (c *loopConn) register(s side) error {
 
 // header formats the PROXY header for the client socket fd.
 func (c *loopConn) header(fd int) ([]byte, error) {
-	local := c.local
-	if !local.IsValid() {
-		var err error
-		if local, err = rawsock.LocalAddr(fd); err != nil {
-			return nil, err
-		}
+	local, err := rawsock.LocalAddr(fd)
+	if err != nil {
+		return nil, err
 	}
 	h, err := buildHeader(c.l.srv.cfg.ProxyProtocol, c.client, local, c.rs.DestAddr, c.rs.HeaderPort)
 	if err != nil {

@@ -175,27 +175,6 @@ func TestProxyWritesHeaderWithClientAndLocalAddress(t *testing.T) {
 	}
 }
 
-// TestWildcardListenerWritesAcceptedAddress: a listener bound to every
-// address (the product's ":8080") knows no local address of its own, so the
-// header's destination is the accepted socket's, here the loopback address
-// the client dialled, never 0.0.0.0.
-func TestWildcardListenerWritesAcceptedAddress(t *testing.T) {
-	up := harness.StartUpstream(t, "127.0.0.1", harness.Echo)
-	s := startProxy(t, testConfig(up.Addr(), func(c *Config) { c.Routes[0].Listen = "0.0.0.0:0" }))
-	port := s.Addr("r").(*net.TCPAddr).Port
-	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(port)), 2*time.Second)
-	if err != nil {
-		t.Fatalf("dial proxy: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	_ = c.(*net.TCPConn).CloseWrite()
-	_, _ = io.ReadAll(c)
-	_, dst, _ := up.NextHeader(t).TCPAddrs()
-	if want := net.IPv4(127, 0, 0, 2); !dst.IP.Equal(want) {
-		t.Errorf("destination IP %v, want the accepted socket's local address %v", dst.IP, want)
-	}
-}
-
 // TestDestAddrOverrideIsWritten: a route's dest-addr replaces the local
 // address, as the load balancer would write its public IP.
 func TestDestAddrOverrideIsWritten(t *testing.T) {

@@ -27,8 +27,7 @@ const acceptBatch = 64
 type loopListener struct {
 	l       *loop
 	rs      *routeServer
-	fd      int            // -1 once closed
-	local   netip.AddrPort // the bound address, if not a wildcard: every accepted socket's own
+	fd      int // -1 once closed
 	reg     evloop.Reg
 	resume  time.Time     // while backing off after an accept error
 	backoff time.Duration // the last backoff, doubled on each error
@@ -56,11 +55,6 @@ func (l *loop) addListener(rs *routeServer, first bool) error {
 	// keepalive timer).
 	rawsock.SetOptions(fd, l.srv.keepalive())
 	li := &loopListener{l: l, rs: rs, fd: fd}
-	// A socket accepted on a specific address has that address as its own,
-	// so only a wildcard listener needs a getsockname per connection.
-	if local, err := rawsock.LocalAddr(fd); err == nil && !local.Addr().IsUnspecified() {
-		li.local = local
-	}
 	l.listeners = append(l.listeners, li)
 	return l.listen(li)
 }
@@ -108,7 +102,7 @@ func (l *loop) accept(li *loopListener) {
 		switch {
 		case err == nil:
 			li.backoff = 0
-			l.admit(li, fd, client)
+			l.admit(li.rs, fd, client)
 		case errors.Is(err, unix.EAGAIN):
 			return
 		case errors.Is(err, unix.ECONNABORTED):
@@ -124,8 +118,8 @@ func (l *loop) accept(li *loopListener) {
 
 // admit applies the shutdown gate and the connection cap to an accepted
 // socket, then starts its connection.
-func (l *loop) admit(li *loopListener, fd int, client netip.AddrPort) {
-	s, rs := l.srv, li.rs
+func (l *loop) admit(rs *routeServer, fd int, client netip.AddrPort) {
+	s := l.srv
 	rs.metrics.accepted.Inc()
 	if reason := s.gate(); reason != "" {
 		rs.metrics.refuse(reason)
@@ -136,5 +130,5 @@ func (l *loop) admit(li *loopListener, fd int, client netip.AddrPort) {
 		return
 	}
 	rs.metrics.active.Inc()
-	newLoopConn(l, rs, fd, client, li.local).start()
+	newLoopConn(l, rs, fd, client).start()
 }
