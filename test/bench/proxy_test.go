@@ -178,6 +178,9 @@ func runWrk(ctx context.Context, url string, conns int, d time.Duration, extra .
 
 func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	ctx := t.Context()
+	// A proxy run replaces every proxy figure: keys of an earlier run (an
+	// alternative build's, say) must not survive beside these.
+	res.ProxyExtra = map[string]any{"date": time.Now().UTC().Format(time.RFC3339)}
 	loadStart := loadAvg()
 	defer func() { res.ProxyExtra["loadavg"] = []string{loadStart, loadAvg()} }()
 	ngx := harness.StartNginx(t, harness.NginxOptions{PlainListeners: true, Workers: nginxWorkers})
