@@ -42,9 +42,8 @@ type flow struct {
 
 	readable bool // the source may hold bytes (or EOF) not yet read
 	writable bool // the destination may take bytes
-	rdhup    bool // half-close, error or urgent data seen: trust no short read
 	fin      bool // the source's FIN is queued (EPOLLRDHUP)
-	unsure   bool // urgent data, an error or a hangup seen: a short read may stop before the FIN
+	unsure   bool // urgent data, an error, a hangup or a failed write seen: trust no short read
 	eof      bool // the source reached EOF
 	shut     bool // EOF passed on: the destination is half-closed
 

@@ -32,17 +32,15 @@ func (r *relay) prime(b []byte) {
 // mark books one epoll event of socket s, and returns the direction that
 // reads it.
 //
-// After EPOLLRDHUP, EPOLLHUP, EPOLLERR or EPOLLPRI a read can stop short
-// with bytes still queued (at EOF, at an error, at TCP's urgent mark), and
-// the edge that said so is spent: from then on the flow reads until EAGAIN.
+// After EPOLLHUP, EPOLLERR or EPOLLPRI a read can stop short with bytes
+// still queued (at an error, at TCP's urgent mark), and the edge that said
+// so is spent: from then on the flow reads until EAGAIN (unsure). After
+// EPOLLRDHUP alone a short read is the end (fin; see fill).
 func (r *relay) mark(s side, events uint32) dir {
 	d := s.reader()
 	if events&(unix.EPOLLIN|unix.EPOLLPRI|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
 		f := &r.flows[d]
 		f.readable = true
-		if events&(unix.EPOLLPRI|unix.EPOLLRDHUP|unix.EPOLLHUP|unix.EPOLLERR) != 0 {
-			f.rdhup = true
-		}
 		f.fin = f.fin || events&unix.EPOLLRDHUP != 0
 		f.unsure = f.unsure || events&(unix.EPOLLPRI|unix.EPOLLHUP|unix.EPOLLERR) != 0
 	}
@@ -129,11 +127,12 @@ func (r *relay) fill(d dir) (bool, string) {
 	switch {
 	case n == want:
 		f.bulk = true
-	case f.fin && !f.unsure:
+	case f.unsure: // read on until EOF or EAGAIN
+	case f.fin:
 		// The FIN came in order, after every byte before it, and nothing
 		// can follow it: a short read took the last byte.
 		f.eof, f.readable = true, false
-	case !f.rdhup:
+	default:
 		f.readable = false
 	}
 	return true, ""
@@ -225,7 +224,7 @@ func (r *relay) writeFailed(d dir) string {
 	if o.shut {
 		return closedError
 	}
-	o.readable, o.rdhup = true, true
+	o.readable, o.unsure = true, true
 	return r.pump(d.other())
 }
 

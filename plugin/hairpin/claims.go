@@ -77,7 +77,6 @@ type rejectedHost struct {
 type claims struct {
 	live    *index              // the index as of the last publish
 	next    *index              // the index being written; nil until a change after a publish
-	ownDir  [2][dirCount]bool   // which directories of next are private copies
 	own     [2][shardCount]bool // which tables of next are private copies
 	copies  int                 // how many tables: what publishing next cost
 	changed bool                // next differs from live
@@ -263,12 +262,12 @@ func (c *claims) write(h string, o *owner) {
 	if c.next == nil {
 		next := *c.live // the directories; every one is shared until written
 		next.targets = slices.Clone(c.live.targets)
-		c.next, c.ownDir, c.own, c.copies = &next, [2][dirCount]bool{}, [2][shardCount]bool{}, 0
+		c.next, c.own, c.copies = &next, [2][shardCount]bool{}, 0
 	}
 	key, wild := hostKey(h)
-	s, which := &c.next.exact, 0
+	s, live, which := &c.next.exact, &c.live.exact, 0
 	if wild {
-		s, which = &c.next.wildcard, 1
+		s, live, which = &c.next.wildcard, &c.live.wildcard, 1
 	}
 	hh := hashOf(key)
 	i := shardOf(hh)
@@ -282,7 +281,7 @@ func (c *claims) write(h string, o *owner) {
 	if o == nil && j < 0 {
 		return
 	}
-	t := c.writable(s, which, i)
+	t := c.writable(s, live, which, i)
 	c.changed = true
 	if j >= 0 {
 		c.untally(c.next.targets[t.slots[j].target])
@@ -307,16 +306,15 @@ func (c *claims) write(h string, o *owner) {
 }
 
 // writable returns table i of s in the next index as a private copy,
-// copying its directory first if the live index shares it.
-func (c *claims) writable(s *shards, which, i int) *hostTable {
+// copying its directory first while it is still live's.
+func (c *claims) writable(s, live *shards, which, i int) *hostTable {
 	di := i >> tableBits
-	if !c.ownDir[which][di] {
+	if s.dirs[di] == nil || s.dirs[di] == live.dirs[di] {
 		d := new(shardDir)
 		if old := s.dirs[di]; old != nil {
 			*d = *old
 		}
 		s.dirs[di] = d
-		c.ownDir[which][di] = true
 	}
 	t := &s.dirs[di][i&(dirSize-1)]
 	if !c.own[which][i] {

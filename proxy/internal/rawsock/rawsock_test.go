@@ -198,15 +198,8 @@ func TestConnectSetsNoDelayAndKeepaliveOnlyWhenAsked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodelay, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-		ka, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		checkOptions(t, "the connected socket", fd, keepalive)
 		_ = unix.Close(fd)
-		if nodelay != 1 {
-			t.Errorf("keepalive %v: TCP_NODELAY %d, want 1", keepalive, nodelay)
-		}
-		if (ka != 0) != keepalive {
-			t.Errorf("keepalive %v: SO_KEEPALIVE %d", keepalive, ka)
-		}
 	}
 }
 
@@ -245,14 +238,21 @@ func TestAcceptedSocketsInheritTheListenersOptions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("accept: %v", err)
 		}
-		nodelay, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
-		ka, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		checkOptions(t, "the accepted socket", fd, keepalive)
 		_ = unix.Close(fd)
-		if nodelay != 1 {
-			t.Errorf("keepalive %v: the accepted socket has TCP_NODELAY %d, want 1", keepalive, nodelay)
-		}
-		if (ka != 0) != keepalive {
-			t.Errorf("keepalive %v: the accepted socket has SO_KEEPALIVE %d", keepalive, ka)
-		}
+	}
+}
+
+// checkOptions fails t unless fd has TCP_NODELAY, and SO_KEEPALIVE exactly
+// when keepalive.
+func checkOptions(t *testing.T, what string, fd int, keepalive bool) {
+	t.Helper()
+	nodelay, _ := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+	ka, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+	if nodelay != 1 {
+		t.Errorf("keepalive %v: %s has TCP_NODELAY %d, want 1", keepalive, what, nodelay)
+	}
+	if (ka != 0) != keepalive {
+		t.Errorf("keepalive %v: %s has SO_KEEPALIVE %d", keepalive, what, ka)
 	}
 }
