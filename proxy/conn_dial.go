@@ -39,10 +39,16 @@ func (c *loopConn) connectDone(events uint32) {
 	if _, ok := c.l.dialing[c]; !ok {
 		return
 	}
-	switch err := rawsock.ConnectError(c.fd[sideUpstream]); {
-	case err != nil:
-		c.dialFailed(c.dialError(err))
-	case events&unix.EPOLLOUT != 0:
+	// A failed connect always shows as EPOLLERR (tcp_poll reports a
+	// pending socket error), so only then is the getsockopt(SO_ERROR) that
+	// connect(2) suggests worth its call: after EPOLLOUT alone it says 0.
+	if events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+		if err := rawsock.ConnectError(c.fd[sideUpstream]); err != nil {
+			c.dialFailed(c.dialError(err))
+			return
+		}
+	}
+	if events&unix.EPOLLOUT != 0 {
 		c.connected()
 	}
 }

@@ -184,6 +184,10 @@ func (r *relay) flush(d dir) (bool, string) {
 	var err error
 	if f.inPipe > 0 {
 		w, err = rawsock.Splice(f.pipe[0], dst, f.inPipe)
+	} else if f.eof {
+		// shutWrite follows once these bytes are out, and its FIN (or the
+		// close's) pushes them with it.
+		w, err = rawsock.SendLast(dst, (*f.buf)[f.off:f.n])
 	} else {
 		w, err = rawsock.Send(dst, (*f.buf)[f.off:f.n])
 	}

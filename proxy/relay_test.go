@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -271,4 +273,64 @@ func TestSplicedPipesCloseWithTheirConnection(t *testing.T) {
 		return metricValue(t, s, "hairpin_proxy_connections_closed_total", map[string]string{"route": "r", "reason": closedEOF}) == conns
 	})
 	harness.Eventually(t, 5*time.Second, "fds back to the baseline", func() bool { return harness.OpenFDs(t) <= base })
+}
+
+// TestLastBytesAndEOFReachTheClientInOneSegment: an upstream that sends its
+// last bytes and its FIN in one segment (as HAProxy and nginx do before a
+// close) reaches the client the same way through the proxy, not as the data
+// and then a FIN of its own. The client's TCP_INFO counts the segments it
+// received; a direct connection to an upstream of the same kind is the
+// baseline (its SYN-ACK, then data and FIN together).
+func TestLastBytesAndEOFReachTheClientInOneSegment(t *testing.T) {
+	direct := harness.ServeTCP(t, func(c *net.TCPConn) { sayLastAndClose(t, c) })
+	up := harness.StartUpstream(t, "127.0.0.1", func(uc harness.UpstreamConn) { sayLastAndClose(t, uc.Conn) })
+	s := startProxy(t, testConfig(up.Addr()))
+
+	segsIn := func(addr string) (string, uint32) {
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("read from %s: %v", addr, err)
+		}
+		rc, err := c.(*net.TCPConn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info *unix.TCPInfo
+		if cerr := rc.Control(func(fd uintptr) { info, err = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO) }); cerr != nil || err != nil {
+			t.Fatalf("TCP_INFO: %v %v", cerr, err)
+		}
+		return string(got), info.Segs_in
+	}
+	wantBody, wantSegs := segsIn(direct)
+	for range 3 {
+		body, segs := segsIn(s.Addr("r").String())
+		if body != wantBody || segs != wantSegs {
+			t.Fatalf("through the proxy: %q in %d segments, directly: %q in %d", body, segs, wantBody, wantSegs)
+		}
+	}
+}
+
+// sayLastAndClose sends a short answer with MSG_MORE and half-closes: the
+// kernel puts the FIN on the answer's segment.
+func sayLastAndClose(t *testing.T, c *net.TCPConn) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		_, serr = unix.SendmsgN(int(fd), []byte("last words"), nil, nil, unix.MSG_MORE)
+		return !errors.Is(serr, unix.EAGAIN)
+	}); err != nil || serr != nil {
+		t.Errorf("send: %v %v", err, serr)
+	}
+	_ = c.CloseWrite()
+	_, _ = io.Copy(io.Discard, c)
 }

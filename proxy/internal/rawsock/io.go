@@ -19,6 +19,15 @@ func Send(fd int, b []byte) (int, error) {
 	return rawIO(syscall.SYS_SENDTO, fd, b, syscall.MSG_NOSIGNAL)
 }
 
+// SendLast is Send for bytes that a half-close or close follows at once:
+// with MSG_MORE, send(2): "The caller has more data to send", the kernel
+// holds a short tail back, and tcp_send_fin then puts the FIN on that same
+// segment. The peer gets the data and its end in one segment, and one
+// wake-up, as HAProxy does before a shutdown.
+func SendLast(fd int, b []byte) (int, error) {
+	return rawIO(syscall.SYS_SENDTO, fd, b, syscall.MSG_NOSIGNAL|syscall.MSG_MORE)
+}
+
 // rawIO makes the recvfrom or sendto call.
 func rawIO(trap uintptr, fd int, b []byte, flags uintptr) (int, error) {
 	if len(b) == 0 {
