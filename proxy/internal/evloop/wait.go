@@ -30,11 +30,12 @@ const Grain = 10 * time.Millisecond
 // runtime's, and a peer's write to a parked loop's socket runs both
 // epolls' callbacks: nginx spent about 6 µs more per new connection than
 // with HAProxy (36 against 30 µs). A raw wait on a thread of its own, with
-// the epoll descriptor outside the runtime poller and a spare P, removed
-// that and 7 % of the machine's CPU per connection, but not in req/s
-// (keep-alive +4 %, new connections -2 %, within the runs' spread), and it
-// makes sysmon preempt every loop every 10 ms even when idle; a second
-// epoll armed one-shot only while parked did not lower nginx's cost.
+// the epoll descriptor outside the runtime poller, removed that and 5 % of
+// the machine's CPU per connection; with a spare P for the rest of the
+// process, req/s moved only within the runs' spread (keep-alive +4 %, new
+// connections -2 %), and sysmon preempts every loop every 10 ms even when
+// idle; a second epoll armed one-shot only while parked did not lower
+// nginx's cost.
 func (l *Loop) wait(events []unix.EpollEvent, next time.Time) int {
 	if l.queued.Load() != 0 || (!next.IsZero() && !next.After(time.Now())) {
 		return l.poll(events)
