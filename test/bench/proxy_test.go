@@ -244,62 +244,65 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	if _, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null", paths[2].url(bulk)); err != nil {
 		t.Fatalf("bulk warm-up: %v", err)
 	}
-	// Each measure runs interleaved: ours, haproxy, direct, ours, ...
-	for rep := 0; rep < cfg.reps; rep++ {
-		for _, p := range paths {
-			r, out, err := measure(p, "keepalive", wrkConns, cfg.wrkDur)
-			if err != nil {
-				t.Fatalf("%s keep-alive: %v", p.name, err)
+	// Each measure runs interleaved, cfg.reps times, and each rep starts one
+	// path later (ours, haproxy, direct; haproxy, direct, ours; ...): every
+	// path takes every place in the order, so what ran just before a path
+	// (direct's 200,000 connections still in TIME_WAIT, say) is not always
+	// the same.
+	interleaved := func(fn func(p proxyPath)) {
+		for rep := 0; rep < cfg.reps; rep++ {
+			for i := range paths {
+				fn(paths[(rep+i)%len(paths)])
 			}
-			check(p, "keepalive", r, out)
-			ka[p.name], kaP50[p.name], kaP99[p.name] = append(ka[p.name], r.RPS), append(kaP50[p.name], r.P50US), append(kaP99[p.name], r.P99US)
 		}
 	}
-	for rep := 0; rep < cfg.reps; rep++ {
-		for _, p := range paths {
-			r, out, err := measure(p, "conn/req", wrkConns, cfg.wrkDur, "-H", "Connection: close")
-			if err != nil {
-				t.Fatalf("%s new connections: %v", p.name, err)
-			}
-			check(p, "conn/req", r, out)
-			cps[p.name] = append(cps[p.name], r.RPS)
+	interleaved(func(p proxyPath) {
+		r, out, err := measure(p, "keepalive", wrkConns, cfg.wrkDur)
+		if err != nil {
+			t.Fatalf("%s keep-alive: %v", p.name, err)
 		}
-	}
-	for rep := 0; rep < cfg.reps; rep++ {
-		for _, p := range paths {
-			r, out, err := measure(p, "latency", 1, cfg.latDur)
-			if err != nil {
-				t.Fatalf("%s latency: %v", p.name, err)
-			}
-			check(p, "latency", r, out)
-			latP50[p.name], latP99[p.name] = append(latP50[p.name], r.P50US), append(latP99[p.name], r.P99US)
+		check(p, "keepalive", r, out)
+		ka[p.name], kaP50[p.name], kaP99[p.name] = append(ka[p.name], r.RPS), append(kaP50[p.name], r.P50US), append(kaP99[p.name], r.P99US)
+	})
+	interleaved(func(p proxyPath) {
+		r, out, err := measure(p, "conn/req", wrkConns, cfg.wrkDur, "-H", "Connection: close")
+		if err != nil {
+			t.Fatalf("%s new connections: %v", p.name, err)
 		}
-	}
-	for rep := 0; rep < cfg.reps; rep++ {
-		for _, p := range paths {
-			var before float64
-			if p.proc != nil {
-				before = cpuSeconds(p.proc.Cmd.Process.Pid)
-			}
-			out, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null",
-				"-w", "%{http_code} %{size_download} %{speed_download}", p.url(bulk))
-			if p.proc != nil && err == nil {
-				ms := (cpuSeconds(p.proc.Cmd.Process.Pid) - before) * 1e3 / (float64(cfg.bulkBytes) / 1e9)
-				cpuPerReq[p.name+"_bulk_ms_per_GB"] = append(cpuPerReq[p.name+"_bulk_ms_per_GB"], ms)
-				t.Logf("bench: proxy %-7s bulk      %6.0f ms CPU per GB", p.name, ms)
-			}
-			if err != nil {
-				t.Fatalf("%s bulk: %v", p.name, err)
-			}
-			f := strings.Fields(out)
-			if len(f) != 3 || f[0] != "200" || f[1] != strconv.FormatInt(cfg.bulkBytes, 10) {
-				t.Fatalf("%s bulk: curl says %q, want 200 and %d bytes", p.name, out, cfg.bulkBytes)
-			}
-			speed, _ := strconv.ParseFloat(f[2], 64)
-			t.Logf("bench: proxy %-7s bulk      %9.1f MB/s", p.name, speed/1e6)
-			mbps[p.name] = append(mbps[p.name], speed/1e6)
+		check(p, "conn/req", r, out)
+		cps[p.name] = append(cps[p.name], r.RPS)
+	})
+	interleaved(func(p proxyPath) {
+		r, out, err := measure(p, "latency", 1, cfg.latDur)
+		if err != nil {
+			t.Fatalf("%s latency: %v", p.name, err)
 		}
-	}
+		check(p, "latency", r, out)
+		latP50[p.name], latP99[p.name] = append(latP50[p.name], r.P50US), append(latP99[p.name], r.P99US)
+	})
+	interleaved(func(p proxyPath) {
+		var before float64
+		if p.proc != nil {
+			before = cpuSeconds(p.proc.Cmd.Process.Pid)
+		}
+		out, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null",
+			"-w", "%{http_code} %{size_download} %{speed_download}", p.url(bulk))
+		if p.proc != nil && err == nil {
+			ms := (cpuSeconds(p.proc.Cmd.Process.Pid) - before) * 1e3 / (float64(cfg.bulkBytes) / 1e9)
+			cpuPerReq[p.name+"_bulk_ms_per_GB"] = append(cpuPerReq[p.name+"_bulk_ms_per_GB"], ms)
+			t.Logf("bench: proxy %-7s bulk      %6.0f ms CPU per GB", p.name, ms)
+		}
+		if err != nil {
+			t.Fatalf("%s bulk: %v", p.name, err)
+		}
+		f := strings.Fields(out)
+		if len(f) != 3 || f[0] != "200" || f[1] != strconv.FormatInt(cfg.bulkBytes, 10) {
+			t.Fatalf("%s bulk: curl says %q, want 200 and %d bytes", p.name, out, cfg.bulkBytes)
+		}
+		speed, _ := strconv.ParseFloat(f[2], 64)
+		t.Logf("bench: proxy %-7s bulk      %9.1f MB/s", p.name, speed/1e6)
+		mbps[p.name] = append(mbps[p.name], speed/1e6)
+	})
 	pr := &res.Proxy
 	pr.OursRPSKeepalive, pr.HAProxyRPSKeepalive, pr.DirectRPSKeepalive = round(median(ka["ours"]), 0), round(median(ka["haproxy"]), 0), round(median(ka["direct"]), 0)
 	pr.OursCPS, pr.HAProxyCPS, pr.DirectCPS = round(median(cps["ours"]), 0), round(median(cps["haproxy"]), 0), round(median(cps["direct"]), 0)
@@ -320,7 +323,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		}
 		res.ProxyExtra[strings.ReplaceAll(k, "/", "_per_")+"_cpu_us_per_req"] = round(median(v), 1)
 	}
-	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
+	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; interleaved, each repetition starting one path later; nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
 		wrkConns, cfg.wrkDur, cfg.latDur, cfg.bulkBytes, nginxWorkers, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0))
 	for _, p := range paths {
 		if p.proc != nil {
