@@ -245,10 +245,8 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		t.Fatalf("bulk warm-up: %v", err)
 	}
 	// Each measure runs interleaved, cfg.reps times, and each rep starts one
-	// path later (ours, haproxy, direct; haproxy, direct, ours; ...): every
-	// path takes every place in the order, so what ran just before a path
-	// (direct's 200,000 connections still in TIME_WAIT, say) is not always
-	// the same.
+	// path later (ours, haproxy, direct; haproxy, direct, ours; ...), so
+	// every path takes every place in the order, first and last included.
 	interleaved := func(fn func(p proxyPath)) {
 		for rep := 0; rep < cfg.reps; rep++ {
 			for i := range paths {
