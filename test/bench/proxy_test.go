@@ -244,13 +244,20 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	if _, err := run(ctx, "curl", "-sS", "--max-time", "300", "-o", "/dev/null", paths[2].url(bulk)); err != nil {
 		t.Fatalf("bulk warm-up: %v", err)
 	}
-	// Each measure runs interleaved, cfg.reps times, and each rep starts one
-	// path later (ours, haproxy, direct; haproxy, direct, ours; ...), so
-	// every path takes every place in the order, first and last included.
+	// Each measure runs once per order of balancedOrders (only the first in
+	// a quick run): a path's figure must not depend on which path ran just
+	// before it (a new-connection run leaves thousands of sockets in
+	// TIME_WAIT for the next minute), and a plain rotation always runs ours
+	// right after direct.
+	orders := balancedOrders(len(paths))
+	if cfg.reps == 1 {
+		orders = orders[:1]
+	}
+	res.ProxyExtra["repetitions"] = len(orders)
 	interleaved := func(fn func(p proxyPath)) {
-		for rep := 0; rep < cfg.reps; rep++ {
-			for i := range paths {
-				fn(paths[(rep+i)%len(paths)])
+		for _, order := range orders {
+			for _, i := range order {
+				fn(paths[i])
 			}
 		}
 	}
@@ -321,8 +328,8 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		}
 		res.ProxyExtra[strings.ReplaceAll(k, "/", "_per_")+"_cpu_us_per_req"] = round(median(v), 1)
 	}
-	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; interleaved, each repetition starting one path later; nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
-		wrkConns, cfg.wrkDur, cfg.latDur, cfg.bulkBytes, nginxWorkers, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0))
+	res.ProxyExtra["method"] = fmt.Sprintf("wrk -t1 -c%d -d%s (keep-alive; and with -H 'Connection: close' for new connections/s); latency = wrk -t1 -c1 -d%s --latency; bulk = curl of a %d-byte sendfile download, MB = 10^6 bytes; medians of %d repetitions in a balanced order (every path in every place, and right after every other path, equally often); nginx %d workers; haproxy nbthread %d; our proxy GOMAXPROCS %d",
+		wrkConns, cfg.wrkDur, cfg.latDur, cfg.bulkBytes, len(orders), nginxWorkers, runtime.GOMAXPROCS(0), runtime.GOMAXPROCS(0))
 	for _, p := range paths {
 		if p.proc != nil {
 			p.proc.Stop()
@@ -354,6 +361,39 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	res.ProxyExtra["ours_rss_mb_no_conns"] = round(median(base["ours"]), 1)
 	res.ProxyExtra["haproxy_rss_mb_no_conns"] = round(median(base["haproxy"]), 1)
 	res.ProxyExtra["idle_conns"] = cfg.idleConns
+}
+
+// balancedOrders returns orders of n paths, as path indexes, that balance
+// both place and carryover (a Williams design): over all of them every
+// path is in every place, and runs right after every other path, equally
+// often. Row i is the first row plus i, mod n; the first row is 0, 1, n-1,
+// 2, n-2, ... For odd n those n rows balance the places only, and their
+// mirror images complete the design (2n orders).
+func balancedOrders(n int) [][]int {
+	first := make([]int, n)
+	for k := 1; k < n; k++ {
+		if k%2 == 1 {
+			first[k] = (k + 1) / 2
+		} else {
+			first[k] = n - k/2
+		}
+	}
+	var orders [][]int
+	for i := range n {
+		row := make([]int, n)
+		for k, v := range first {
+			row[k] = (v + i) % n
+		}
+		orders = append(orders, row)
+	}
+	if n%2 == 1 {
+		for i := range n {
+			mirror := slices.Clone(orders[i])
+			slices.Reverse(mirror)
+			orders = append(orders, mirror)
+		}
+	}
+	return orders
 }
 
 // idleRSS reads the proxy's RSS, then opens n connections through it, holds

@@ -23,7 +23,7 @@ func markdown(r *Results, failed bool) string {
 	p("- date: %s\n", r.Date)
 	p("- machine: %s\n", r.Machine)
 	p("- command: `%s`\n", r.Command)
-	p("- run time: %.0f s; every figure is the median of %d repetition(s), run interleaved (A, B, C, A, B, C, ...)\n", r.DurationS, r.Repetitions)
+	p("- run time: %.0f s; every figure is the median of %d repetition(s), run interleaved (A, B, C, A, B, C, ...), except the proxy's (its method says how many, in which order)\n", r.DurationS, r.Repetitions)
 	p("- benchmarks, not timed tests: a missed target is reported here, it does not fail `make bench`\n")
 	for _, pr := range r.PartialRuns {
 		p("- re-measured since, with the other figures kept: %s\n", pr)

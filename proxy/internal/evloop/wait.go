@@ -21,7 +21,9 @@ const Grain = 10 * time.Millisecond
 //
 // It never blocks in epoll_wait itself. A goroutine blocked in a system
 // call makes sysmon hand its P to another thread every 20 µs, which costs
-// more than the relaying it interrupts; and a raw blocking wait, which
+// more than the relaying it interrupts (with a spare P sysmon leaves it,
+// but such a wait made 0.90× the keep-alive req/s: proxy/README.md, "Raw
+// system calls"); and a raw blocking wait, which
 // keeps the P, was measured worse still with a spare P for the rest of the
 // process (GOMAXPROCS one above the loops): 3-4 context switches per
 // new connection instead of about 1, and 0.7× the connections per second,
