@@ -36,22 +36,23 @@ func TestBalancedOrdersGiveEveryPathEveryPlaceAndPredecessorEqually(t *testing.T
 				}
 			}
 		}
-		wantPlace := tc.orders / tc.paths
+		// n paths have n places and n-1 successors each, so both counts
+		// are orders/n.
+		want := tc.orders / tc.paths
 		for p := range tc.paths {
 			for k := range tc.paths {
-				if got := place[[2]int{p, k}]; got != wantPlace {
-					t.Errorf("%d paths: path %d in place %d %d times, want %d", tc.paths, p, k, got, wantPlace)
+				if got := place[[2]int{p, k}]; got != want {
+					t.Errorf("%d paths: path %d in place %d %d times, want %d", tc.paths, p, k, got, want)
 				}
 			}
 		}
-		wantFollows := tc.orders / tc.paths
 		for a := range tc.paths {
 			for b := range tc.paths {
 				if a == b {
 					continue
 				}
-				if got := follows[[2]int{a, b}]; got != wantFollows {
-					t.Errorf("%d paths: %d right before %d %d times, want %d", tc.paths, a, b, got, wantFollows)
+				if got := follows[[2]int{a, b}]; got != want {
+					t.Errorf("%d paths: %d right before %d %d times, want %d", tc.paths, a, b, got, want)
 				}
 			}
 		}

@@ -250,7 +250,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	// TIME_WAIT for the next minute), and a plain rotation always runs ours
 	// right after direct.
 	orders := balancedOrders(len(paths))
-	if cfg.reps == 1 {
+	if cfg.quick {
 		orders = orders[:1]
 	}
 	res.ProxyExtra["repetitions"] = len(orders)

@@ -88,9 +88,9 @@ func sameAnswers(ctx context.Context, t *testing.T, a, b *stockServer, names []s
 }
 
 // interleavedQPS warms both servers up, then runs dnsperf with the query
-// file qf against a and b in turn, reps times, alternating which goes
-// first so that neither always runs on a machine warmed (or loaded) by the
-// other. It returns each server's QPS per run, by name.
+// file qf against a and b in turn, reps times, in balancedOrders' orders
+// (a, b; b, a; ...) so that neither always runs on a machine warmed (or
+// loaded) by the other. It returns each server's QPS per run, by name.
 func interleavedQPS(ctx context.Context, t *testing.T, cfg config, a, b *stockServer, qf, dir string, reps int) map[string][]float64 {
 	t.Helper()
 	for _, s := range []*stockServer{a, b} {
@@ -99,12 +99,11 @@ func interleavedQPS(ctx context.Context, t *testing.T, cfg config, a, b *stockSe
 		}
 	}
 	qps := map[string][]float64{}
-	for rep := 0; rep < reps; rep++ {
-		order := []*stockServer{a, b}
-		if rep%2 == 1 {
-			order = []*stockServer{b, a}
-		}
-		for _, s := range order {
+	servers := []*stockServer{a, b}
+	orders := balancedOrders(len(servers))
+	for rep := range reps {
+		for _, i := range orders[rep%len(orders)] {
+			s := servers[i]
 			r, err := runDNSPerf(ctx, s.ip, s.port, qf, cfg.dnsDur, dir, fmt.Sprintf("%s-%d", s.name, rep))
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
