@@ -20,6 +20,10 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := dataplane.StopShared(); err != nil {
+		fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)
+		code = 1
+	}
 	// Nothing stays behind: every namespace this run made is gone.
 	if left := netns.Ours(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "dataplane: network namespaces left behind: %v\n", left)
@@ -40,7 +44,7 @@ func TestHairpinOnTheRealDataplane(t *testing.T) {
 }
 
 func story(t *testing.T, mode string) {
-	e := dataplane.Start(t, mode, "kubeadm")
+	e := dataplane.Shared(t, mode)
 	root, tenant := dataplane.Controllers[0], dataplane.Controllers[1]
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
