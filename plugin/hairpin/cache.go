@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 // hostCache is the shared state behind one or more hairpin server blocks: the
@@ -54,7 +56,7 @@ func newHostCache(c *clients, s settings) *hostCache {
 		stopCh:   make(chan struct{}),
 	}
 	if t := explicitTarget(s); t != nil {
-		hc.targets[t.name] = t
+		hc.targets[t.Name] = t
 	}
 	hc.ingresses = newIngressStore(hc)
 	hc.idx.Store(emptyIndex)
@@ -96,14 +98,14 @@ func explicitTarget(s settings) *target {
 	if !s.explicit() {
 		return nil
 	}
-	sel := targetSelection{zones: s.zones, ingressClasses: s.ingressClasses, gatewayClasses: s.gatewayClasses}
-	if len(sel.ingressClasses) == 0 {
-		sel.ingressClasses = []string{"*"}
+	spec := rules.TargetSpec{Zones: s.zones, IngressClasses: s.ingressClasses, GatewayClasses: s.gatewayClasses}
+	if len(spec.IngressClasses) == 0 {
+		spec.IngressClasses = []string{"*"}
 	}
 	if len(s.proxyIPs) > 0 {
-		return newStaticTarget(s.proxyIPs, sel)
+		return newStaticTarget(s.proxyIPs, spec)
 	}
-	return newTarget(s.proxyNamespace+"/"+s.proxyName, sel)
+	return newTarget(rules.Target{Name: s.proxyNamespace + "/" + s.proxyName, Spec: spec})
 }
 
 // index returns the current snapshot; it never returns nil.
@@ -191,7 +193,7 @@ func (hc *hostCache) openUp(unsynced []string) {
 // caller holds hc.mu.
 func (hc *hostCache) setClaimsLocked(o *owner, oc ownerClaims, arrived time.Time) {
 	for _, r := range hc.claims.set(o, oc) {
-		log.Warningf("not serving host %q named by %s: %s", r.host, o, rejectionText(r.reason))
+		log.Warningf("not serving host %q named by %s: %s", r.Host, o, rules.RejectionText(r.Reason))
 	}
 	hc.pending = append(hc.pending, arrived)
 	hc.schedulePublish()

@@ -246,26 +246,3 @@ func TestMissingGatewayCRDsAreSkippedAndPickedUpLater(t *testing.T) {
 	wantServed(t, hc, "late.example.com.")
 }
 
-func TestIntersectHostnames(t *testing.T) {
-	cases := []struct {
-		listener, route, want string
-		ok                    bool
-	}{
-		{"", "a.example.com", "a.example.com", true},
-		{"a.example.com", "a.example.com", "a.example.com", true},
-		{"a.example.com", "b.example.com", "", false},
-		{"*.example.com", "a.example.com", "a.example.com", true},
-		{"*.example.com", "a.b.example.com", "a.b.example.com", true},
-		{"*.example.com", "example.com", "", false},
-		{"a.example.com", "*.example.com", "a.example.com", true},
-		{"*.example.com", "*.a.example.com", "*.a.example.com", true},
-		{"*.a.example.com", "*.example.com", "*.a.example.com", true},
-		{"*.example.com", "a.example.org", "", false},
-	}
-	for _, tc := range cases {
-		got, ok := intersectHostnames(tc.listener, tc.route)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("intersectHostnames(%q, %q) = %q, %v; want %q, %v", tc.listener, tc.route, got, ok, tc.want, tc.ok)
-		}
-	}
-}

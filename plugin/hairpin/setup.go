@@ -14,6 +14,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -232,7 +234,7 @@ func checkForms(s *settings, forms, classProps []string, zonesNamed bool) error 
 	}
 	if !s.explicit() {
 		if len(classProps) > 0 {
-			return fmt.Errorf("%s needs proxy or proxy_ip; discovered targets select classes with their %s and %s annotations", classProps[0], ingressClassesAnnotation, gatewayClassesAnnotation)
+			return fmt.Errorf("%s needs proxy or proxy_ip; discovered targets select classes with their %s and %s annotations", classProps[0], rules.IngressClassesAnnotation, rules.GatewayClassesAnnotation)
 		}
 		return nil
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -205,15 +207,16 @@ func (hc *hostCache) servedGatewayResources() (map[string]bool, error) {
 	return served, nil
 }
 
-// lookupGatewayLocked finds a watched Gateway that a target selects.
-func (hc *hostCache) lookupGatewayLocked(ns, name string) *cachedGateway {
+// lookupGatewayLocked finds a watched Gateway that the labels option
+// selects.
+func (hc *hostCache) lookupGatewayLocked(ns, name string) *rules.Gateway {
 	for _, inf := range hc.gateway.gateways {
 		obj, ok, err := inf.GetStore().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
 			continue
 		}
 		if g, ok := obj.(*cachedGateway); ok && hc.selected(g.labels) {
-			return g
+			return &g.gateway
 		}
 	}
 	return nil
@@ -224,7 +227,7 @@ func (hc *hostCache) gatewayClaimsLocked(g *cachedGateway) ownerClaims {
 	if !hc.selected(g.labels) {
 		return ownerClaims{}
 	}
-	return hc.claimsFor(g.listenerHostnames(), hc.targets.forGateway(g.namespace, g.name, g.class))
+	return hc.claimsFor(g.gateway.Hostnames(), hc.targets.forGateway(g.namespace, g.name, g.gateway.Class))
 }
 
 // onGatewayLocked applies a Gateway's listener hostnames and re-evaluates
@@ -273,13 +276,13 @@ func (hc *hostCache) onRouteLocked(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	route := r.view.owner()
+	route := routeOwner(r.route)
 	var set []ownerRef
 	if hc.selected(r.labels) {
-		for _, gh := range routeHostnames(r.view, hc.lookupGatewayLocked) {
-			owner := route.through(gh.gateway.key())
-			sel := hc.targets.forGateway(gh.gateway.namespace, gh.gateway.name, gh.gateway.class)
-			hc.setNamedClaimsLocked(owner, hc.claimsFor(gh.hosts, sel), now)
+		for _, gh := range rules.RouteHosts(r.route, hc.lookupGatewayLocked) {
+			owner := route.through(gh.Gateway.Key())
+			sel := hc.targets.forGateway(gh.Gateway.Namespace, gh.Gateway.Name, gh.Gateway.Class)
+			hc.setNamedClaimsLocked(owner, hc.claimsFor(gh.Hosts, sel), now)
 			set = append(set, owner)
 		}
 	}
@@ -300,7 +303,7 @@ func (hc *hostCache) onRouteDeleteLocked(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	route := r.view.owner()
+	route := routeOwner(r.route)
 	for _, old := range hc.gateway.routeGWs[route] {
 		hc.setNamedClaimsLocked(old, ownerClaims{}, now)
 	}

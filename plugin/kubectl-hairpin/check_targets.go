@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	core "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +24,7 @@ func checkTargets(f *Facts) []Check {
 		return []Check{newCheck(idTargetsFound, Warn, "targets were not checked: the Services in %s could not be listed", ns).hint("see cluster-access")}
 	}
 	if len(f.Targets) == 0 {
-		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, hairpin.TargetLabel)
+		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, rules.TargetLabel)
 		needing := 0
 		for _, ctrl := range f.Controllers {
 			if judgeLBs(ctrl.LBs).needed {
@@ -33,7 +33,7 @@ func checkTargets(f *Facts) []Check {
 		}
 		if needing > 0 {
 			c.Status = Fail
-			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, hairpin.TargetLabel, plural(needing, "controller requires", "controllers require"))
+			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, rules.TargetLabel, plural(needing, "controller requires", "controllers require"))
 		}
 		return []Check{c.hint("install the chart: helm install hairpin manifests/coredns-hairpin -n %s --create-namespace --set-json 'targets.ingress-nginx.zones=[\"example.com\"]'; or pass --namespace where it is installed", ns)}
 	}
@@ -56,16 +56,16 @@ func targetName(t TargetFacts) string { return t.Service.Namespace + "/" + t.Ser
 
 // The chart's key of each annotation (targets.NAME.KEY).
 var chartKeys = []struct{ annotation, key string }{
-	{hairpin.ZonesAnnotation, "zones"},
-	{hairpin.IngressClassesAnnotation, "ingressClasses"},
-	{hairpin.GatewayClassesAnnotation, "gatewayClasses"},
-	{hairpin.GatewaysAnnotation, "gateways"},
+	{rules.ZonesAnnotation, "zones"},
+	{rules.IngressClassesAnnotation, "ingressClasses"},
+	{rules.GatewayClassesAnnotation, "gatewayClasses"},
+	{rules.GatewaysAnnotation, "gateways"},
 }
 
 func targetAnnotations(t TargetFacts) Check {
 	name := targetName(t)
 	obj := serviceObject(t.Service)
-	if t.Err != nil && !errors.Is(t.Err, hairpin.ErrNoZones) {
+	if t.Err != nil && !errors.Is(t.Err, rules.ErrNoZones) {
 		key := "zones, ingressClasses, gatewayClasses or gateways"
 		for _, k := range chartKeys {
 			if strings.Contains(t.Err.Error(), k.annotation) {
@@ -96,7 +96,7 @@ func targetZones(f *Facts, t TargetFacts) Check {
 	name := targetName(t)
 	obj := serviceObject(t.Service)
 	switch {
-	case errors.Is(t.Err, hairpin.ErrNoZones):
+	case errors.Is(t.Err, rules.ErrNoZones):
 		zones := suggestZones(f, func(o HostObject) bool { return specNames(t.Spec, o.IngressClass, o.Gateway) })
 		return newCheck(idTargetZones, Fail, "target %s has no zones and serves nothing", name).on(obj).
 			hint("set the zones it may answer (the hosts it selects are in %s): --set-json 'targets.%s.zones=%s'", strings.Join(zones, ", "), chartName(name), jsonList(zones))

@@ -1,7 +1,7 @@
 package kubectlhairpin
 
 import (
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	core "k8s.io/api/core/v1"
 )
@@ -29,7 +29,7 @@ type Facts struct {
 	// Targets are the labelled Services in the targets namespace.
 	Targets []TargetFacts
 	// TargetSet holds the same targets with the plugin's selection rules.
-	TargetSet *hairpin.Targets
+	TargetSet rules.Set
 
 	// Controllers are the controllers found to require PROXY.
 	Controllers []Controller
@@ -90,7 +90,7 @@ type PodFacts struct {
 type TargetFacts struct {
 	Service *core.Service
 	// Spec is what its annotations select; Err is why it is disabled.
-	Spec hairpin.TargetSpec
+	Spec rules.TargetSpec
 	Err  error
 	// ReadyEndpoints and Endpoints count its EndpointSlices' endpoints.
 	ReadyEndpoints, Endpoints int
@@ -146,7 +146,7 @@ type HostObject struct {
 	// Hosts are lowercase FQDNs.
 	Hosts []string
 	// Selection is the target that answers the hosts.
-	Selection hairpin.Selection
+	Selection rules.Selection[*rules.Target]
 }
 
 // Managed is evidence that the cluster DNS is managed for the user.

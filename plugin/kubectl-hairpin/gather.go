@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/dynamic"
@@ -63,7 +63,7 @@ type gatherer struct {
 // the apiserver cannot be reached or refuses the credentials; a read the
 // caller may not make is recorded in Facts.Denied instead.
 func Gather(ctx context.Context, c Clients, opts Options) (*Facts, error) {
-	g := &gatherer{c: c, f: &Facts{Options: opts.withDefaults(), TargetSet: hairpin.NewTargets()}}
+	g := &gatherer{c: c, f: &Facts{Options: opts.withDefaults(), TargetSet: rules.Set{}}}
 	steps := []func(context.Context) error{
 		g.discover,
 		g.listObjects,

@@ -11,7 +11,7 @@ import (
 	core "k8s.io/api/core/v1"
 	networking "k8s.io/api/networking/v1"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -33,7 +33,7 @@ func brokenCluster(t *testing.T) *cluster {
 			"--controller-class=k8s.io/ingress-nginx-tenant-a", "--configmap=$(POD_NAMESPACE)/ingress-nginx-controller"),
 		ingress("default", "hijack", "nginx", "login.other.org"),
 	)
-	delete(find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations, hairpin.ZonesAnnotation)
+	delete(find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations, rules.ZonesAnnotation)
 	for _, ip := range []string{proxyA, proxyB} {
 		c.metrics[ip+":9090"] = strings.Replace(c.metrics[ip+":9090"], `route="ingress-nginx-https"} 1`, `route="ingress-nginx-https"} 0`, 1)
 	}
