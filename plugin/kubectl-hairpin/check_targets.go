@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+	"github.com/coredns-hairpin/hairpin/proxy/routeflag"
 
 	core "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -144,12 +145,12 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 	var out []Check
 	for _, p := range t.Service.Spec.Ports {
 		var up, down, unknown, unread, objects []string
-		route := proxyRoute{}
+		var route routeflag.Route
 		forbidden := false
 		for _, pf := range t.Proxies {
 			objects = append(objects, podObject(pf.Pod))
 			r := routeOf(pf.Pod, t.Service, p)
-			if route.name == "" || route.upstream == "" {
+			if route.Name == "" || route.Upstream == "" {
 				route = r
 			}
 			if pf.Err != nil {
@@ -157,7 +158,7 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 				forbidden = forbidden || apierrors.IsForbidden(pf.Err)
 				continue
 			}
-			v, ok := pf.Metrics.Sum(metricUpstreamUp, "route", r.name)
+			v, ok := pf.Metrics.Sum(metricUpstreamUp, "route", r.Name)
 			switch {
 			case !ok:
 				unknown = append(unknown, pf.Pod.Name)
@@ -167,28 +168,28 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 				down = append(down, pf.Pod.Name)
 			}
 		}
-		upstream := route.upstream
+		upstream := route.Upstream
 		if upstream == "" {
 			upstream = "its upstream"
 		}
 		chart := chartName(name)
-		c := newCheck(idProxyUpstream, OK, "route %s of target %s: the proxy reaches %s (%d/%d pods)", route.name, name, upstream, len(up), len(t.Proxies)).on(serviceObject(t.Service)).on(objects...)
+		c := newCheck(idProxyUpstream, OK, "route %s of target %s: the proxy reaches %s (%d/%d pods)", route.Name, name, upstream, len(up), len(t.Proxies)).on(serviceObject(t.Service)).on(objects...)
 		switch {
 		case len(down) > 0:
 			c.Status = Fail
-			c.Message = fmt.Sprintf("route %s of target %s: the proxy cannot reach %s (down in %s)", route.name, name, upstream, listed(down))
+			c.Message = fmt.Sprintf("route %s of target %s: the proxy cannot reach %s (down in %s)", route.Name, name, upstream, listed(down))
 			c = c.hint("check targets.%s.upstream.namespace, .name and .ports (the proxy dials NAME.NAMESPACE.svc.CLUSTERDOMAIN:PORT) and the NetworkPolicies of the upstream's namespace; kubectl -n %s logs %s shows the dial errors", chart, f.Options.TargetsNamespace, down[0])
 		case len(unknown) > 0:
 			c.Status = Fail
-			c.Message = fmt.Sprintf("route %s of target %s: proxy pod %s has no such route, so port %s of the target leads nowhere", route.name, name, listed(unknown), p.Name)
+			c.Message = fmt.Sprintf("route %s of target %s: proxy pod %s has no such route, so port %s of the target leads nowhere", route.Name, name, listed(unknown), p.Name)
 			c = c.hint("the chart renders the target's ports and the proxy's --route flags from the same targets.%s.upstream.ports; helm upgrade again if the manifests were edited by hand", chart)
 		case len(up) == 0 && forbidden:
 			c.Status = Warn
-			c.Message = fmt.Sprintf("route %s of target %s: not checked, may not read the proxy's metrics (get pods/proxy in %s is forbidden)", route.name, name, f.Options.TargetsNamespace)
+			c.Message = fmt.Sprintf("route %s of target %s: not checked, may not read the proxy's metrics (get pods/proxy in %s is forbidden)", route.Name, name, f.Options.TargetsNamespace)
 			c = c.hint("grant get on pods/proxy in %s, or kubectl -n %s port-forward deploy/hairpin-proxy %d & curl -s 'localhost:%d/readyz?verbose'", f.Options.TargetsNamespace, f.Options.TargetsNamespace, healthPort, healthPort)
 		case len(up) == 0:
 			c.Status = Warn
-			c.Message = fmt.Sprintf("route %s of target %s: not checked, the proxy's metrics could not be read: %s", route.name, name, listed(unread))
+			c.Message = fmt.Sprintf("route %s of target %s: not checked, the proxy's metrics could not be read: %s", route.Name, name, listed(unread))
 			c = c.hint("kubectl -n %s port-forward deploy/hairpin-proxy %d & curl -s 'localhost:%d/readyz?verbose'", f.Options.TargetsNamespace, healthPort, healthPort)
 		}
 		out = append(out, c)
