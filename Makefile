@@ -94,7 +94,7 @@ $(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 images: $(PLATFORM_BINS)
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
 
-# A release (DESIGN.md, "Releases"; build/release does the work):
+# A release (docs/architecture.md, "Releases"; build/release does the work):
 # REGISTRY/coredns:VERSION and REGISTRY/hairpin-proxy:VERSION as OCI indexes
 # of both platforms, and the chart oci://REGISTRY/charts/coredns-hairpin
 # (version VERSION without the v) whose default images are those, by tag

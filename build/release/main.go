@@ -1,4 +1,4 @@
-// Command release publishes a coredns-hairpin release (DESIGN.md,
+// Command release publishes a coredns-hairpin release (docs/architecture.md,
 // "Releases"); `make release REGISTRY=HOST[:PORT]/PATH VERSION=vX.Y.Z` runs
 // it after `make images`:
 //

@@ -245,4 +245,3 @@ func TestMissingGatewayCRDsAreSkippedAndPickedUpLater(t *testing.T) {
 	}
 	wantServed(t, hc, "late.example.com.")
 }
-

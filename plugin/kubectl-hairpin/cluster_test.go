@@ -38,7 +38,7 @@ type cluster struct {
 	metrics map[string]string // "podIP:port" -> Prometheus text
 }
 
-// The pod addresses of healthyCluster: the DESIGN's test range, reached
+// The pod addresses of healthyCluster: the test cluster's range, reached
 // only through harness.PodNetwork.
 const (
 	corednsA = "198.18.0.10"

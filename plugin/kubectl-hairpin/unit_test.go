@@ -159,7 +159,8 @@ func TestRouteOfATargetPort(t *testing.T) {
 		if r.Name != tc.name || r.Upstream != tc.upstream {
 			t.Errorf("port %s: route %q to %q; want %q to %q", tc.port.Name, r.Name, r.Upstream, tc.name, tc.upstream)
 		}
-	}	// The proxy reads its routes from HAIRPIN_PROXY_ROUTE when no flag
+	}
+	// The proxy reads its routes from HAIRPIN_PROXY_ROUTE when no flag
 	// names one, and accepts -route as --route.
 	envPod := &core.Pod{Spec: core.PodSpec{Containers: []core.Container{{
 		Command: []string{"/hairpin-proxy", "-log-level", "info"},

@@ -18,7 +18,8 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
-// The keys of DESIGN.md's "Targets" table.
+// The keys of the "Targets" table of docs/architecture.md, spelled out
+// here so that the chart is checked against them, not against the plugin.
 const (
 	targetLabel          = "hairpin.coredns-hairpin.io/target"
 	zonesAnnotation      = "hairpin.coredns-hairpin.io/zones"
@@ -405,7 +406,7 @@ func flag(args []string, name string) string {
 }
 
 // TestTargetsAreWired checks, for every render, that each values target
-// became exactly what DESIGN.md and the docs promise: a target Service in
+// became exactly what the docs promise: a target Service in
 // the release namespace with the target label and the annotations, selecting
 // the proxy pods, whose ports are the upstream's and lead to the route's
 // container port; one proxy route per upstream port, to the absolute
