@@ -107,6 +107,7 @@ func gatewayCache(t *testing.T, classes []string, served map[string][]string, gw
 	s := settings{
 		zones: []string{"example.com."}, labels: labels.Everything(), gatewayClasses: classes,
 		proxyNamespace: defaultProxyNamespace, proxyName: defaultProxyName,
+		discoveryInterval: 20 * time.Millisecond, // CRDs installed mid-test are looked for often
 	}
 	hc := newHostCache(&clients{kube: fake.NewClientset(proxyService("127.77.0.10")), gateway: gwClient, discovery: disc}, s)
 	if err := hc.start(); err != nil {
@@ -226,10 +227,6 @@ func TestTLSRouteFromOlderServedVersion(t *testing.T) {
 }
 
 func TestMissingGatewayCRDsAreSkippedAndPickedUpLater(t *testing.T) {
-	orig := discoveryInterval
-	discoveryInterval = 20 * time.Millisecond
-	t.Cleanup(func() { discoveryInterval = orig })
-
 	hc, client, disc := gatewayCache(t, []string{"*"}, nil)
 	if !hc.serving() {
 		t.Fatal("not ready without Gateway API CRDs")

@@ -37,10 +37,6 @@ func TestIntegration(t *testing.T) {
 	}
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
 	it := &integration{t: t, cp: cp, kube: cp.Clientset}
-	origInterval := discoveryInterval
-	discoveryInterval = 200 * time.Millisecond
-	t.Cleanup(func() { discoveryInterval = origInterval })
-
 	it.run("SyncThenAnswer", it.syncThenAnswer)
 	it.run("CreateUpdateDeleteReflected", it.createUpdateDelete)
 	it.run("IngressClassChangeAndDefaultFlip", it.classes)
@@ -108,6 +104,8 @@ func (it *integration) startCache(t *testing.T, s settings) *hostCache {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// CRDs installed mid-test are looked for often.
+	s.discoveryInterval = 200 * time.Millisecond
 	hc := newHostCache(c, s)
 	if err := hc.start(); err != nil {
 		t.Fatal(err)

@@ -49,6 +49,10 @@ type settings struct {
 	kubeconfig       string
 	kubecontext      string
 	startupTimeout   time.Duration
+	// discoveryInterval is how often missing Gateway API kinds are looked
+	// for again; 0 is defaultDiscoveryInterval. No directive sets it: it
+	// is an option for tests, which wait for CRDs installed mid-test.
+	discoveryInterval time.Duration
 }
 
 // cacheKey identifies the watches and index that settings need. Two server

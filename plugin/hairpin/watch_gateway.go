@@ -16,10 +16,19 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 )
 
-// discoveryInterval is how often the Gateway API kinds that were not served
-// yet are looked for again, so CRDs installed later are picked up without a
-// restart. A failed discovery is retried sooner, with backoff up to it.
-var discoveryInterval = 30 * time.Second
+// defaultDiscoveryInterval is how often the Gateway API kinds that were not
+// served yet are looked for again, so CRDs installed later are picked up
+// without a restart. A failed discovery is retried sooner, with backoff up
+// to it.
+const defaultDiscoveryInterval = 30 * time.Second
+
+// discoveryInterval is the settings' interval, or the default.
+func (hc *hostCache) discoveryInterval() time.Duration {
+	if d := hc.settings.discoveryInterval; d > 0 {
+		return d
+	}
+	return defaultDiscoveryInterval
+}
 
 // gatewayWatches are the Gateway API informers of one cache. They start only
 // once a target selects Gateways (or gateway_class is set), so a cluster
@@ -90,7 +99,7 @@ func (hc *hostCache) discoveryLoop() {
 		switch {
 		case err != nil:
 			hc.gateway.discovery.onError(context.Background(), nil, err)
-			wait = min(max(2*wait, time.Second), discoveryInterval)
+			wait = min(max(2*wait, time.Second), hc.discoveryInterval())
 		default:
 			d := hc.gateway.discovery
 			if !d.synced.Load() {
@@ -100,7 +109,7 @@ func (hc *hostCache) discoveryLoop() {
 			if hc.allGatewayKindsStarted() {
 				return
 			}
-			wait = discoveryInterval
+			wait = hc.discoveryInterval()
 		}
 	}
 }
@@ -185,7 +194,7 @@ func (hc *hostCache) logMissingKindLocked(kind, version string) {
 		return
 	}
 	hc.gateway.missing[kind] = true
-	log.Infof("Gateway API %s (%s) is not served by the cluster; skipped, and looked for again every %s", kind, version, discoveryInterval)
+	log.Infof("Gateway API %s (%s) is not served by the cluster; skipped, and looked for again every %s", kind, version, hc.discoveryInterval())
 }
 
 // servedGatewayResources returns "version/resource" for every Gateway API

@@ -30,16 +30,6 @@
 // every container (each is a PID namespace whose init dies with its
 // parent) and netns.Sweep removes the namespaces left.
 //
-// OCI images are unpacked by [UnpackImage], which the importer sets to
-// harness.UnpackImage (this package does not import the harness, so that
-// the harness may import it):
-//
-//	node.UnpackImage = func(layout, arch, dir string) (*node.Rootfs, error) {
-//		r, err := harness.UnpackImage(layout, arch, dir)
-//		if err != nil {
-//			return nil, err
-//		}
-//		return &node.Rootfs{Dir: r.Dir, Entrypoint: r.Entrypoint, Cmd: r.Cmd,
-//			Env: r.Env, User: r.User, WorkingDir: r.WorkingDir}, nil
-//	}
+// OCI images are unpacked by package rootfs, a leaf that the harness
+// imports too.
 package node
