@@ -99,9 +99,8 @@ images: $(PLATFORM_BINS)
 # of both platforms, and the chart oci://REGISTRY/charts/coredns-hairpin
 # (version VERSION without the v) whose default images are those, by tag
 # and digest; $(BIN)/release/ gets the chart archive, the plain manifests
-# pinned the same way, the kubectl-hairpin archives with their krew manifest
-# (once plugin/kubectl-hairpin exists), SHA256SUMS and release.json. A
-# loopback REGISTRY is plain HTTP. Credentials: `docker login` for the
+# pinned the same way, the kubectl-hairpin archives with their krew manifest,
+# SHA256SUMS and release.json. A loopback REGISTRY is plain HTTP. Credentials: `docker login` for the
 # images, `helm registry login` for the chart.
 release-check:
 	go run ./build/release -check -registry '$(REGISTRY)' -version '$(VERSION)'

@@ -29,16 +29,6 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
 
-// requireRoot skips (or fails, under HAIRPIN_REQUIRE_E2E=1) a test that
-// unpacks an image with its owners and capabilities, chroots and changes
-// user.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		harness.SkipOrFail(t, "unpacking an image and running it chrooted as 65532 needs root")
-	}
-}
-
 // rootfses holds each image's rootfs for this machine's architecture,
 // unpacked once per test binary (the coredns binary alone is 80 MB, slow to
 // inflate under -race) into dir, which TestMain removes. Tests that share
@@ -61,7 +51,7 @@ func TestMain(m *testing.M) {
 // from what `make images` wrote, as a runtime would.
 func unpack(t *testing.T, im image) *rootfs.Rootfs {
 	t.Helper()
-	requireRoot(t)
+	harness.RequireRoot(t, "unpacking an image and running it chrooted as 65532")
 	spec, _ := specOf(t, im)
 	rootfses.Lock()
 	defer rootfses.Unlock()

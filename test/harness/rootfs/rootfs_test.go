@@ -67,7 +67,7 @@ type want struct {
 }
 
 func TestUnpackImage(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "unpacking an image keeps owners and file capabilities")
 	tests := []struct {
 		name   string
 		layers [][]entry
@@ -214,7 +214,7 @@ func TestUnpackImage(t *testing.T) {
 }
 
 func TestUnpackImagePicksTheArchitectureAndReturnsItsConfig(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "unpacking an image keeps owners and file capabilities")
 	lp := writeLayout(t, map[string][][]entry{
 		"amd64": {{file("arch", 0o644, 0, "amd64")}},
 		"arm64": {{file("arch", 0o644, 0, "arm64")}},
@@ -239,13 +239,6 @@ func TestUnpackImagePicksTheArchitectureAndReturnsItsConfig(t *testing.T) {
 			t.Fatalf("error %v; want one naming the missing and the found platforms", err)
 		}
 	})
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		harness.SkipOrFail(t, "unpacking an image keeps owners and file capabilities: run as root")
-	}
 }
 
 // writeLayout writes an OCI layout with one image index holding one image
