@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Snapshot is the machine's state that tests must not change.
@@ -178,4 +179,24 @@ func bpfMounts() ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// WaitSame takes snapshots until one is the same as before, or timeout
+// has passed, and returns the last differences: the kernel frees a BPF
+// program a moment after its last link or pin has gone.
+func WaitSame(before *Snapshot, timeout time.Duration) []string {
+	deadline := time.Now().Add(timeout)
+	for {
+		after, err := Take()
+		var diff []string
+		if err != nil {
+			diff = []string{err.Error()}
+		} else {
+			diff = before.Diff(after)
+		}
+		if len(diff) == 0 || time.Now().After(deadline) {
+			return diff
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
