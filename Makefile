@@ -74,7 +74,7 @@ deps:
 # runs the same story). Without root it tells the loopback story instead.
 # DEMO_KEEP=1 keeps the cluster running before the uninstall.
 # DEMO_DATAPLANE=cilium tells it on Cilium as kube-proxy replacement (root
-# only: BPF needs real root); the default is kube-proxy in iptables mode.
+# only: BPF needs real root); the default is kube-proxy in nftables mode.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
 demo: deps build cluster-tools images $(if $(filter cilium,$(DEMO_DATAPLANE)),cilium-tools)
 	go build -o $(BIN)/demo ./test/demo
