@@ -2,12 +2,10 @@ package node
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -99,7 +97,7 @@ func (n *Node) setUpCNINetwork(pod *corev1.Pod) (_ *podNetwork, retErr error) {
 	if err != nil {
 		return nil, err
 	}
-	pn := &podNetwork{ns: ns, owned: true, cni: n.cfg.CNI, cniArgs: cniArgs(pod), containerID: shortID(uid, 64)}
+	pn := &podNetwork{ns: ns, owned: true, cni: n.cfg.CNI, cniArgs: cniArgs(pod), containerID: shortID(uid, 64), nodeNS: n.cfg.NodeNS}
 	defer func() {
 		if retErr != nil {
 			_ = pn.tearDown()
@@ -134,16 +132,15 @@ func cniArgs(pod *corev1.Pod) string {
 }
 
 // cniExec runs the plugin with command (ADD or DEL) for the Pod's namespace
-// and returns its stdout.
+// and returns its stdout. It runs in the node's network namespace, where a
+// kubelet's runtime runs it: the host end of the Pod's link goes there.
 func (pn *podNetwork) cniExec(command string) ([]byte, error) {
 	plugin, conf, err := pn.cni.pluginConf()
 	if err != nil {
 		return nil, err
 	}
 	name := filepath.Base(plugin)
-	ctx, cancel := context.WithTimeout(context.Background(), cniTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, plugin)
+	cmd := pn.nodeNS.Command(plugin)
 	cmd.Env = append(append(os.Environ(),
 		"CNI_COMMAND="+command,
 		"CNI_CONTAINERID="+pn.containerID,
@@ -155,7 +152,13 @@ func (pn *podNetwork) cniExec(command string) ([]byte, error) {
 	cmd.Stdin = bytes.NewReader(conf)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		stop := time.AfterFunc(cniTimeout, func() { _ = cmd.Process.Kill() })
+		err = cmd.Wait()
+		stop.Stop()
+	}
+	if err != nil {
 		var e cniError
 		if json.Unmarshal(stdout.Bytes(), &e) == nil && e.Msg != "" {
 			return nil, fmt.Errorf("cni %s %s: %s (code %d): %s", name, command, e.Msg, e.Code, e.Details)

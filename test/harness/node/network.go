@@ -18,9 +18,10 @@ type podNetwork struct {
 	hostVeth string // in the node's namespace
 	owned    bool   // false for hostNetwork Pods, which use the node's
 
-	cni         *CNI   // the plugin that attached it, if one did
-	cniArgs     string // its CNI_ARGS
-	containerID string // its CNI_CONTAINERID
+	cni         *CNI      // the plugin that attached it, if one did
+	cniArgs     string    // its CNI_ARGS
+	containerID string    // its CNI_CONTAINERID
+	nodeNS      *netns.NS // where the plugin runs
 }
 
 // setUpNetwork creates the Pod's namespace with eth0 = ip/32 and a default
