@@ -206,9 +206,15 @@ func (cl *cilium) cni() *node.CNI {
 	}
 }
 
+// ciliumReadyTimeout bounds the agent's start: it compiles its host, overlay
+// and socket programs with clang first, which takes tens of seconds of CPU.
+const ciliumReadyTimeout = 5 * time.Minute
+
 // waitReady waits until the agent's health endpoint answers 200 and it has
 // written its CNI configuration, and logs how long it took from start.
-func (cl *cilium) waitReady(ctx context.Context, t testing.TB, c *Cluster) error {
+func (cl *cilium) waitReady(t testing.TB, c *Cluster) error {
+	ctx, cancel := context.WithTimeout(context.Background(), ciliumReadyTimeout)
+	defer cancel()
 	client := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			return c.topo.node.DialContext(ctx, "tcp", addr)

@@ -158,7 +158,7 @@ func (c *Cluster) start(t testing.TB) error {
 	if c.dns, err = startPublicDNS(t, c, c.opts.PublicNames); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var cni *node.CNI
 	if c.cilium != nil {
@@ -187,8 +187,9 @@ func (c *Cluster) start(t testing.TB) error {
 	})
 	t.Cleanup(func() { c.dumpOnFailure(t) })
 	if c.cilium != nil {
-		// The agent has waited for its Node and its podCIDR.
-		if err := c.cilium.waitReady(ctx, t, c); err != nil {
+		// The agent has waited for its Node and its podCIDR; it compiles
+		// its BPF programs with clang before it is ready.
+		if err := c.cilium.waitReady(t, c); err != nil {
 			return err
 		}
 	}
