@@ -147,8 +147,13 @@ func (st *story) dpBroken(ctx context.Context, _ testing.TB) error {
 	if _, err := e.WaitServedFromOutside(ctx, ic, host); err != nil {
 		return err
 	}
-	st.note("kube-proxy owns that LoadBalancer IP inside the node and sends the connection straight to the")
-	st.note("controller, past HAProxy, so no PROXY header is written:")
+	if e.Dataplane() == dpcluster.CiliumMode {
+		st.note("Cilium (kube-proxy replacement) owns that LoadBalancer IP inside the node: bpf_lxc on the Pod's")
+		st.note("veth sends the connection straight to the controller, past HAProxy, so no PROXY header is written:")
+	} else {
+		st.note("kube-proxy owns that LoadBalancer IP inside the node and sends the connection straight to the")
+		st.note("controller, past HAProxy, so no PROXY header is written:")
+	}
 	if _, err := st.exec(ctx, "curl", "-sS", "--max-time", "5", "http://"+host+"/"); err == nil {
 		return fmt.Errorf("the client reached %s through the short-circuited LoadBalancer IP", host)
 	}
