@@ -30,8 +30,11 @@ var ciliumValues = []string{
 	"envoy.enabled=false",
 	// The test node's. Upstream's image, not Cozystack's rebuild of it.
 	"image.useDigest=false",
-	// Socket load balancing translates only sockets of the agent's own
-	// network namespace, the node's: none of the machine's.
+	// Socket load balancing, which kube-proxy replacement turns on anyway
+	// (said here, or the ConfigMap would say bpf-lb-sock "false"),
+	// translates only sockets of the agent's own network namespace, the
+	// node's: none of the machine's.
+	"socketLB.enabled=true",
 	"socketLB.hostNamespaceOnly=true",
 	// No Envoy binary can be had here.
 	"l7Proxy=false",
