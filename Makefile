@@ -14,12 +14,15 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path
 
 # Control-plane binaries (kube-apiserver, etcd) built from source, cached by
 # the tools module's go.sum, and helm and actionlint, each cached by its own
-# module's go.sum. build/tools.sh prints the folder it filled.
+# module's go.sum. build/tools.sh prints the folder it filled. cilium-agent
+# and cilium-cni (test/tools/cilium) are linked into that folder as cilium/
+# by `build/tools.sh cilium`: only `make test`, `make tools` and
+# `DEMO_DATAPLANE=cilium make demo` wait for them.
 TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 ACTIONLINT = $(shell build/tools.sh --actionlint)
 
-.PHONY: all build generate test unit fuzz tools deps demo bench images manifests release release-check clean FORCE
+.PHONY: all build generate test unit fuzz tools cluster-tools cilium-tools deps demo bench images manifests release release-check clean FORCE
 
 all: build
 
@@ -38,8 +41,15 @@ $(BIN)/hairpin-proxy: $(GO_SOURCES)
 $(BIN)/kubectl-hairpin: $(GO_SOURCES)
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./plugin/kubectl-hairpin/cmd/kubectl-hairpin
 
-tools:
+tools: cluster-tools cilium-tools
+
+# The control plane, kube-proxy, helm and actionlint.
+cluster-tools:
 	build/tools.sh
+
+# cilium-agent and cilium-cni, the test cluster's cilium mode.
+cilium-tools:
+	build/tools.sh cilium >/dev/null
 
 # The plain manifests (manifests/rendered/*/hairpin.yaml) rendered from the
 # Helm chart, the one source, and the chart README's values table written
@@ -63,8 +73,10 @@ deps:
 # and curl in a client Pod, `kubectl hairpin check` (test/demo; TestDemoStory
 # runs the same story). Without root it tells the loopback story instead.
 # DEMO_KEEP=1 keeps the cluster running before the uninstall.
+# DEMO_DATAPLANE=cilium tells it on Cilium as kube-proxy replacement (root
+# only: BPF needs real root); the default is kube-proxy in nftables mode.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
-demo: deps build tools images
+demo: deps build cluster-tools images $(if $(filter cilium,$(DEMO_DATAPLANE)),cilium-tools)
 	go build -o $(BIN)/demo ./test/demo
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
@@ -141,7 +153,7 @@ fuzz:
 # cache vs behind it, issue 23; scale: 100,000 Ingresses over 100 targets,
 # issues 11 and 23). Installs dnsperf, wrk, haproxy, nginx if missing.
 BENCH_TOOLS := dnsperf wrk haproxy nginx
-bench: build tools
+bench: build cluster-tools
 	@missing=; for c in dnsperf wrk haproxy nginx; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y $(BENCH_TOOLS); fi
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) \

@@ -91,6 +91,10 @@ func RequireExecutable(t testing.TB, path string) string {
 	return path
 }
 
+// Executable returns an error saying why path is not an executable file,
+// or nil.
+func Executable(path string) error { return executable(path) }
+
 func executable(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
