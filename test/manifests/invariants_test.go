@@ -364,6 +364,28 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 	}
 }
 
+// checkDirectTarget checks a direct target's Service: only a carrier of
+// the annotations (headless, no selector, no ports) naming its Service,
+// and no proxy route of its name.
+func checkDirectTarget(t *testing.T, tg *target, svc *corev1.Service, routes map[string]route) {
+	t.Helper()
+	if svc == nil {
+		t.Errorf("direct target %s: no Service", tg.Name)
+		return
+	}
+	if got, want := svc.Annotations[directServiceAnnot], tg.Direct.Namespace+"/"+tg.Direct.Name; got != want {
+		t.Errorf("direct target %s: annotation %s = %q; want %q", tg.Name, directServiceAnnot, got, want)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Selector) > 0 || len(svc.Spec.Ports) > 0 {
+		t.Errorf("direct target %s: Service clusterIP %q, selector %v, ports %v; want headless, none, none", tg.Name, svc.Spec.ClusterIP, svc.Spec.Selector, svc.Spec.Ports)
+	}
+	for name := range routes {
+		if strings.HasPrefix(name, tg.Name+"-") {
+			t.Errorf("direct target %s has the proxy route %s", tg.Name, name)
+		}
+	}
+}
+
 // route is one parsed --route of the proxy.
 type route struct {
 	listenPort, upstream, name, headerPort, destAddr string
@@ -435,6 +457,16 @@ func TestTargetsAreWired(t *testing.T) {
 
 func checkTargets(t *testing.T, r rendered, v values) {
 	d := find[*appsv1.Deployment](r.objs, proxyName)
+	if !slices.ContainsFunc(v.targets(), func(tg *target) bool { return tg.Direct == nil }) {
+		// Only direct targets: nothing for a proxy to do.
+		if d != nil || find[*netv1.NetworkPolicy](r.objs, proxyName) != nil {
+			t.Error("only direct targets, yet a proxy Deployment or NetworkPolicy")
+		}
+		for _, tg := range v.targets() {
+			checkDirectTarget(t, tg, find[*corev1.Service](r.objs, tg.Name), nil)
+		}
+		return
+	}
 	if d == nil {
 		t.Fatal("no proxy Deployment")
 	}
@@ -515,15 +547,7 @@ func checkTargets(t *testing.T, r rendered, v values) {
 			}
 		}
 		if tg.Direct != nil {
-			// Only a carrier of the annotations: no address, no proxy.
-			if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Selector) > 0 || len(svc.Spec.Ports) > 0 {
-				t.Errorf("direct target %s: Service clusterIP %q, selector %v, ports %v; want headless, none, none", tg.Name, svc.Spec.ClusterIP, svc.Spec.Selector, svc.Spec.Ports)
-			}
-			for name := range routes {
-				if strings.HasPrefix(name, tg.Name+"-") {
-					t.Errorf("direct target %s has the proxy route %s", tg.Name, name)
-				}
-			}
+			checkDirectTarget(t, tg, svc, routes)
 			continue
 		}
 		svcPorts := map[string]corev1.ServicePort{}
