@@ -24,10 +24,13 @@ import (
 // target selects by GatewayClass (its class's NginxProxy says
 // ProxyProtocol), one of a second class that its target selects by name
 // (its own NginxProxy, through spec.infrastructure.parametersRef, says so).
+// The first one's listener names no hostname, so that only its route's
+// hostnames are answered: a route hostname added or removed is the whole
+// change.
 var (
 	byClass = dataplane.Gateway{
 		Namespace: "gateway-a", Name: "edge", Class: "nginx", ClassProxy: "nginx-proxy-config", ProxyProtocol: true,
-		ListenerHost: "*.a.example.net", Hosts: []string{"app.a.example.net"}, LBIP: netip.MustParseAddr("203.0.113.20"),
+		Hosts: []string{"app.a.example.net"}, LBIP: netip.MustParseAddr("203.0.113.20"),
 	}
 	byName = dataplane.Gateway{
 		Namespace: "gateway-b", Name: "shop", Class: "nginx-b", GatewayProxy: "shop-proxy", ProxyProtocol: true,
