@@ -59,23 +59,26 @@ func directStory(t *testing.T, mode string) {
 		}
 	}
 
+	// The router forwards its public port 80 to the Gateway's NodePort,
+	// and the public DNS answers the router's address, until the end.
+	svc, err := e.CP.Clientset.CoreV1().Services(plain.Namespace).Get(ctx, plain.ServiceName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remove, err := e.PortForward(cluster.RouterPublicIP, 80, svc.Spec.Ports[0].NodePort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := remove(); err != nil {
+			t.Errorf("remove the port forward: %v", err)
+		}
+	})
+	if err := e.SetPublicName(host, cluster.RouterPublicIP); err != nil {
+		t.Fatal(err)
+	}
+
 	step("PublishedAtTheRouter", func(t *testing.T) {
-		svc, err := e.CP.Clientset.CoreV1().Services(plain.Namespace).Get(ctx, plain.ServiceName(), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		remove, err := e.PortForward(cluster.RouterPublicIP, 80, svc.Spec.Ports[0].NodePort)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := remove(); err != nil {
-				t.Errorf("remove the port forward: %v", err)
-			}
-		})
-		if err := e.SetPublicName(host, cluster.RouterPublicIP); err != nil {
-			t.Fatal(err)
-		}
 		// The internet reaches the Gateway through the router.
 		body, err := e.Cluster.Curl(ctx, "http://"+host+"/")
 		if err != nil || !strings.Contains(body, "gateway="+plain.Ref()) {
