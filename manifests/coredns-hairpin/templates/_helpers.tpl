@@ -117,7 +117,7 @@ settings that contradict each other.
 {{- end -}}
 {{- $portNames := dict -}}
 {{- $servicePorts := dict -}}
-{{- range $j, $p := $t.upstream.ports -}}
+{{- range $j, $p := dig "upstream" "ports" list $t -}}
 {{- $pw := printf "%s.upstream.ports[%d]" $where $j -}}
 {{- if hasKey $portNames $p.name -}}
 {{- fail (printf "%s.name: %q is already the name of %s" $pw $p.name (get $portNames $p.name)) -}}
