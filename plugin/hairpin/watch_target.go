@@ -94,7 +94,15 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 		t.Target = *rt
 		hc.logSelection(t)
 		hc.targetsChangedLocked()
+		hc.pruneDirectLocked()
 	}
+	if t.Spec.Direct != "" {
+		// Answered with the named Service's addresses; its own Service only
+		// carries the annotations.
+		hc.directLocked(t)
+		return
+	}
+	delete(hc.directMissing, t.Name)
 	hc.storeAddrs(t, svc.addrs)
 }
 
@@ -111,6 +119,8 @@ func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
 	}
 	t.store(noAddrs)
 	delete(hc.targets, t.Name)
+	delete(hc.directMissing, t.Name)
+	hc.pruneDirectLocked()
 	deleteTargetMetrics(hc.id, t.Name)
 	log.Infof("target %s removed; its hosts pass through", t.Name)
 	hc.targetsChangedLocked()
@@ -145,5 +155,9 @@ func (hc *hostCache) logSelection(t *target) {
 		return
 	}
 	s := t.Spec
+	if s.Direct != "" {
+		log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v, answered with Service %s (direct)", t.Name, s.Zones, s.IngressClasses, s.GatewayClasses, s.Gateways, s.Direct)
+		return
+	}
 	log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v", t.Name, s.Zones, s.IngressClasses, s.GatewayClasses, s.Gateways)
 }

@@ -125,7 +125,7 @@ func (e *Env) images(t testing.TB) (map[string]node.Image, error) {
 func (e *Env) chartImages(t testing.TB) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	values, err := e.valuesFile(t)
+	values, err := e.valuesFile(t, Values())
 	if err != nil {
 		return nil, err
 	}

@@ -240,13 +240,26 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 // SetPublicName points name at ip in the public DNS.
 func (c *Cluster) SetPublicName(name string, ip netip.Addr) error { return c.dns.Set(name, ip) }
 
+// DeletePublicName removes name from the public DNS.
+func (c *Cluster) DeletePublicName(name string) error { return c.dns.Delete(name) }
+
 // LoadBalancerLog returns HAProxy's connection log since its last restart.
 func (c *Cluster) LoadBalancerLog() string { return c.lb.Log() }
 
 // OutsideExchange sends one DNS query from outside.
 func (c *Cluster) OutsideExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	return exchange(ctx, c.topo.outside, server, name, qtype)
+}
+
+// NodeExchange sends one DNS query from inside the node, e.g. to one
+// CoreDNS Pod's address, with no Pod or process in between.
+func (c *Cluster) NodeExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	return exchange(ctx, c.topo.node, server, name, qtype)
+}
+
+func exchange(ctx context.Context, ns *netns.NS, server, name string, qtype uint16) (*dns.Msg, error) {
 	var r *dns.Msg
-	err := c.topo.outside.Do(func() error {
+	err := ns.Do(func() error {
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(name), qtype)
 		cl := &dns.Client{Timeout: 2 * time.Second}
