@@ -94,6 +94,9 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 		t = newTarget(svc.key(), sel)
 		hc.targets[t.name] = t
 		hc.logSelection(t)
+		// A chart creates CoreDNS's RBAC just before its targets: a
+		// list refused until now is likely allowed.
+		hc.clients.wakeRetries()
 		hc.targetsChangedLocked()
 	case !t.sel.equal(sel):
 		t.sel = sel

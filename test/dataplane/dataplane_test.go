@@ -16,9 +16,12 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+	"github.com/coredns-hairpin/hairpin/test/harness/steady"
 )
 
 func TestMain(m *testing.M) {
+	// This binary is also the lifecycle test's steady client.
+	steady.RunIfChild()
 	code := m.Run()
 	if err := dataplane.StopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)

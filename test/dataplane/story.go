@@ -21,7 +21,12 @@ const TargetNamespace = "hairpin-system"
 // TargetIP returns the ClusterIP of the target Service the chart renders
 // for ic (named after its namespace).
 func (e *Env) TargetIP(ctx context.Context, ic cluster.IngressController) (netip.Addr, error) {
-	svc, err := e.CP.Clientset.CoreV1().Services(TargetNamespace).Get(ctx, ic.Namespace, metav1.GetOptions{})
+	return e.TargetIPNamed(ctx, ic.Namespace)
+}
+
+// TargetIPNamed returns the ClusterIP of the target Service name.
+func (e *Env) TargetIPNamed(ctx context.Context, name string) (netip.Addr, error) {
+	svc, err := e.CP.Clientset.CoreV1().Services(TargetNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return netip.Addr{}, err
 	}

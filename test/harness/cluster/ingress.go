@@ -323,6 +323,11 @@ http {
         location / {
             return 200 "ok host=$host client=$remote_addr controller={{$.IC.Namespace}}\n";
         }
+        # Files that Cluster.BulkFile writes, for long downloads.
+        location /bulk/ {
+            default_type application/octet-stream;
+            alias /tmp/bulk/;
+        }
     }
 {{end}}
     server {
