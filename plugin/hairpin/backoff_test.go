@@ -5,13 +5,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	networking "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 )
 
 // refusing is an apiserver stand-in that answers status to the first n
@@ -187,5 +191,91 @@ func TestKindOfResourceNamesTheWatchedKind(t *testing.T) {
 		if got := kindOfResource(resource); got != kind {
 			t.Errorf("kindOfResource(%q) = %q, want %q", resource, got, kind)
 		}
+	}
+}
+
+// ingressAPI is an apiserver stand-in serving an empty Ingress list and
+// watches that stay open; it counts the requests it got.
+type ingressAPI struct {
+	requests atomic.Int32
+}
+
+func (a *ingressAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.requests.Add(1)
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Query().Get("watch") != "true" {
+		_, _ = w.Write([]byte(`{"kind":"IngressList","apiVersion":"networking.k8s.io/v1","metadata":{"resourceVersion":"1"},"items":[]}`))
+		return
+	}
+	if r.URL.Query().Get("sendInitialEvents") == "true" {
+		_, _ = w.Write([]byte(`{"type":"BOOKMARK","object":{"kind":"Ingress","apiVersion":"networking.k8s.io/v1","metadata":{"resourceVersion":"1","annotations":{"k8s.io/initial-events-end":"true"}}}}` + "\n"))
+	}
+	w.(http.Flusher).Flush()
+	<-r.Context().Done()
+}
+
+// TestWatchRecoversWithinASecondOfAnApiserverOutage is the apiserver
+// outage of the lifecycle test on the real client stack: client-go's
+// reflector on the plugin's client, the apiserver gone for 6 s. Left to
+// the reflector's backoff, the first try after the outage could come 6 s
+// after the apiserver was back.
+func TestWatchRecoversWithinASecondOfAnApiserverOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a 6 s outage")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	api := &ingressAPI{}
+	srv := &http.Server{Handler: api}
+	go srv.Serve(l)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://`+addr+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newClients, err := clientFactory(settings{kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := newClients()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := cache.NewStore(cache.MetaNamespaceKeyFunc)
+	r := cache.NewReflector(ingressListWatch(c.kube, "", nil), &networking.Ingress{}, store, 0)
+	stop := make(chan struct{})
+	defer close(stop)
+	go r.Run(stop)
+	eventually(t, "the first list", func() bool { return r.LastSyncResourceVersion() == "1" })
+
+	// The outage: every connection closed, nothing listening for 6 s.
+	time.Sleep(200 * time.Millisecond)
+	srv.Close()
+	time.Sleep(6 * time.Second)
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api2 := &ingressAPI{}
+	srv2 := &http.Server{Handler: api2}
+	go srv2.Serve(l)
+	defer srv2.Close()
+	back := time.Now()
+	for api2.requests.Load() == 0 {
+		if time.Since(back) > 10*time.Second {
+			t.Fatal("no list or watch in 10 s after the apiserver came back")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if took := time.Since(back); took > 1500*time.Millisecond {
+		t.Fatalf("the first list or watch came %s after the apiserver was back; want within a second or so", took)
 	}
 }
