@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
-	"slices"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 	"github.com/coredns-hairpin/hairpin/test/harness/steady"
 )
@@ -53,12 +54,13 @@ const (
 	outage           = 30 * time.Second
 	changeAfterOwner = 5 * time.Second // an Ingress written after the outage is answered within
 	bulkSize         = 64 << 20
-	// bulkRate makes the download last about 21 s: past the termination of
-	// every old proxy Pod of a rollout, and within the lame duck plus drain
-	// (5 s + 25 s) of the first.
-	bulkRate  = 3 << 20
-	lameDrain = 30 * time.Second
-	settle    = 3 * time.Second // after each operation, before the next
+	// bulkRate keeps the download going (64 s at most) until every old
+	// proxy Pod of the rollout is terminating; then it is hurried, to end
+	// within the lame duck plus drain (5 s + 25 s) of the first.
+	bulkRate  = 1 << 20
+	lameDuck  = 5 * time.Second  // the chart's proxy.lameduck
+	lameDrain = 30 * time.Second // plus proxy.drainTimeout
+	settle    = 3 * time.Second  // after each operation, before the next
 )
 
 // opLog is one operation: when it began, which results count for it and
@@ -218,7 +220,7 @@ func (r *lifecycleRun) install() {
 	}, func(ev watch.Event) bool { return ev.Type == watch.Added })
 	ready := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
 		return cs.DiscoveryV1().EndpointSlices(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
-	}, allTargetsReady(len(dataplane.DefaultTargets())))
+	}, allTargetsReady(dataplane.DefaultTargets()))
 	op := r.begin("install", nil)
 	out, err := r.e.Install(r.ctx, r.t)
 	r.must(err, "helm install: "+out)
@@ -263,10 +265,32 @@ func (r *lifecycleRun) proxyRollout(host, sum string) {
 	terminating := watchTerminations(r.ctx, r.t, r.e, old)
 	dl, err := r.e.StartDownload(netip.MustParseAddr(r.target[host]), host, "/bulk/64m", bulkRate)
 	r.must(err, "start the download")
-	time.Sleep(500 * time.Millisecond)
+	var serving string
+	sctx, scancel := context.WithTimeout(r.ctx, 10*time.Second)
+	r.must(harness.Poll(sctx, func(context.Context) error {
+		serving = servingPod(r.e, old)
+		if serving == "" {
+			return fmt.Errorf("no old proxy pod holds the download's connection")
+		}
+		return nil
+	}), "the download's proxy pod")
+	scancel()
 	op := r.begin("proxy-rollout", r.servedJudge())
 	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.Values(), "--set", "proxy.podAnnotations.lifecycle=rollout")
 	r.must(err, "helm upgrade: "+out)
+	tctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	var termAt time.Time
+	r.must(harness.Poll(tctx, func(context.Context) error {
+		var ok bool
+		if termAt, ok = terminating.at(serving); !ok {
+			return fmt.Errorf("the download's proxy pod %s is not terminating yet", serving)
+		}
+		return nil
+	}), "the termination of the download's proxy pod")
+	// Past the lame duck: the listeners are closed, the download drains.
+	time.Sleep(lameDuck + time.Second)
+	r.must(dl.Hurry(), "hurry the download")
 	dctx, cancel := context.WithTimeout(r.ctx, 90*time.Second)
 	defer cancel()
 	res, err := dl.Wait(dctx)
@@ -276,17 +300,15 @@ func (r *lifecycleRun) proxyRollout(host, sum string) {
 	}
 	d := res[0]
 	end := d.At.Add(d.Took)
-	terms := terminating.times()
-	r.t.Logf("proxy-rollout: download of %d bytes took %s; old pods terminated at %v after it began", d.Bytes, d.Took.Round(time.Millisecond), offsets(d.At, terms))
+	r.t.Logf("proxy-rollout: download of %d bytes through %s took %s; the pod was terminated %s after it began, the download ended %s after that",
+		d.Bytes, serving, d.Took.Round(time.Millisecond), termAt.Sub(d.At).Round(time.Millisecond), end.Sub(termAt).Round(time.Millisecond))
 	switch {
 	case d.Fail != "" || d.Bytes != bulkSize || d.SHA256 != sum:
 		op.missed = append(op.missed, fmt.Sprintf("the download got %d bytes, sha256 %s, failure %q; want %d bytes, sha256 %s", d.Bytes, d.SHA256, d.Fail, bulkSize, sum))
-	case len(terms) < len(old):
-		op.missed = append(op.missed, fmt.Sprintf("only %d of the %d old proxy pods were terminated during the download", len(terms), len(old)))
-	case !end.After(terms[len(terms)-1]):
-		op.missed = append(op.missed, fmt.Sprintf("the download ended %s, before the last old pod's termination", end.Sub(d.At)))
-	case end.Sub(terms[0]) > lameDrain:
-		op.missed = append(op.missed, fmt.Sprintf("the download ended %s after the first old pod's termination; want within the lame duck plus drain (%s)", end.Sub(terms[0]), lameDrain))
+	case !end.After(termAt.Add(lameDuck)):
+		op.missed = append(op.missed, fmt.Sprintf("the download ended %s after its pod's termination, within the lame duck; want it to span the termination", end.Sub(termAt)))
+	case end.Sub(termAt) > lameDrain:
+		op.missed = append(op.missed, fmt.Sprintf("the download ended %s after its pod's termination; want within the lame duck plus drain (%s)", end.Sub(termAt), lameDrain))
 	}
 	r.waitRolledOut()
 	time.Sleep(settle)
@@ -531,9 +553,9 @@ func (f *firstEvent) wait(t *testing.T, what string) time.Time {
 	return time.Time{}
 }
 
-// allTargetsReady matches the event after which n target Services each
-// have a ready endpoint.
-func allTargetsReady(n int) func(watch.Event) bool {
+// allTargetsReady matches the event after which every target's Service
+// has a ready endpoint.
+func allTargetsReady(targets []dataplane.Target) func(watch.Event) bool {
 	ready := map[string]bool{}
 	return func(ev watch.Event) bool {
 		s, ok := ev.Object.(*discoveryv1.EndpointSlice)
@@ -545,13 +567,12 @@ func allTargetsReady(n int) func(watch.Event) bool {
 				ready[s.Labels[discoveryv1.LabelServiceName]] = true
 			}
 		}
-		targets := 0
-		for svc := range ready {
-			if svc != "" && !strings.HasSuffix(svc, "-metrics") {
-				targets++
+		for _, t := range targets {
+			if !ready[t.Name] {
+				return false
 			}
 		}
-		return targets >= n
+		return true
 	}
 }
 
@@ -609,19 +630,36 @@ func watchTerminations(ctx context.Context, t *testing.T, e *dataplane.Env, pods
 	return tr
 }
 
-// times returns the termination times seen, earliest first.
-func (tr *terminations) times() []time.Time {
+// at returns when pod's termination was seen.
+func (tr *terminations) at(pod string) (time.Time, bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	ts := slices.Collect(maps.Values(tr.got))
-	slices.SortFunc(ts, time.Time.Compare)
-	return ts
+	t, ok := tr.got[pod]
+	return t, ok
 }
 
-func offsets(from time.Time, ts []time.Time) []string {
-	var out []string
-	for _, t := range ts {
-		out = append(out, t.Sub(from).Round(time.Millisecond).String())
+// servingPod returns the proxy Pod among pods that holds an established
+// connection from the client Pod: the download's.
+func servingPod(e *dataplane.Env, pods []string) string {
+	client := e.ClientIP().As4()
+	// /proc/net/tcp writes an IPv4 address as the hex of its bytes in host
+	// (little-endian) order.
+	want := fmt.Sprintf("%02X%02X%02X%02X:", client[3], client[2], client[1], client[0])
+	for _, p := range pods {
+		pid, ok := e.Node.ContainerPID(dataplane.TargetNamespace, p, "hairpin-proxy")
+		if !ok {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 3 && strings.HasPrefix(f[2], want) && f[3] == "01" {
+				return p
+			}
+		}
 	}
-	return out
+	return ""
 }

@@ -35,7 +35,8 @@ type Config struct {
 	Download *Download `json:"download,omitempty"`
 }
 
-// Download is one slow GET of a large body, read at Rate bytes/s.
+// Download is one slow GET of a large body, read at Rate bytes/s until
+// [Client.Hurry], then as fast as it comes.
 type Download struct {
 	Addr string `json:"addr"` // "ip:port"
 	Host string `json:"host"`
@@ -66,7 +67,9 @@ func RunIfChild() {
 	defer stop()
 	out := newEmitter(os.Stdout)
 	if cfg.Download != nil {
-		out.emit(download(ctx, *cfg.Download))
+		hurry := make(chan os.Signal, 1)
+		signal.Notify(hurry, syscall.SIGUSR1)
+		out.emit(download(ctx, *cfg.Download, hurry))
 	} else {
 		run(ctx, cfg, out)
 	}
@@ -239,8 +242,9 @@ func request(addr, host, path string, timeout time.Duration, body func(io.Reader
 	return resp, b, err
 }
 
-// download reads d's body at d.Rate bytes/s and reports its size and hash.
-func download(ctx context.Context, d Download) Result {
+// download reads d's body at d.Rate bytes/s, at full speed once hurried,
+// and reports its size and hash.
+func download(ctx context.Context, d Download, hurry <-chan os.Signal) Result {
 	r := Result{At: time.Now(), Kind: KindDownload, Host: d.Host, Addr: d.Addr}
 	h := sha256.New()
 	resp, _, err := request(d.Addr, d.Host, d.Path, httpTimeout, func(body io.Reader) error {
@@ -257,6 +261,11 @@ func download(ctx context.Context, d Download) Result {
 			}
 			if err != nil {
 				return err
+			}
+			select {
+			case <-hurry:
+				d.Rate = 0
+			default:
 			}
 			if d.Rate > 0 {
 				// Sleep until the bytes read so far are due at the rate.

@@ -104,6 +104,9 @@ func (c *Client) Running() bool {
 	}
 }
 
+// Hurry makes a download read the rest of its body as fast as it comes.
+func (c *Client) Hurry() error { return c.cmd.Process.Signal(syscall.SIGUSR1) }
+
 // Stop asks the client to stop, waits until the operations in flight have
 // reported (at most ctx), and returns every result.
 func (c *Client) Stop(ctx context.Context) ([]Result, error) {
