@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -345,10 +343,7 @@ func coreDNSFootprint(ctx context.Context, e *dataplane.Env) (rss, goroutines fl
 // from the node as Prometheus would.
 func goroutinesOf(ctx context.Context, e *dataplane.Env, ip string) (float64, error) {
 	addr := netip.MustParseAddr(ip)
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, a string) (net.Conn, error) {
-		return e.DialNode(ctx, a)
-	}}, Timeout: 5 * time.Second}
-	resp, err := hc.Get("http://" + netip.AddrPortFrom(addr, 9153).String() + "/metrics")
+	resp, err := e.HTTPFromNode().Get("http://" + netip.AddrPortFrom(addr, 9153).String() + "/metrics")
 	if err != nil {
 		return 0, err
 	}

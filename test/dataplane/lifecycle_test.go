@@ -230,8 +230,22 @@ func (r *lifecycleRun) install() {
 		r.target[ic.Hosts[0]] = ip.String()
 	}
 	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
-	r.t.Logf("install: ClusterRoleBinding ADDED %s, every target's endpoints ready %s after the install began",
-		crbAt.Sub(op.from).Round(time.Millisecond), readyAt.Sub(op.from).Round(time.Millisecond))
+	// The endpoints are ready for a client once kube-proxy has written
+	// them: its first sync that ends after they became ready.
+	var syncedAt time.Time
+	r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
+		at, err := r.e.KubeProxySyncedAt(ctx)
+		if err != nil {
+			return err
+		}
+		if !at.After(readyAt) {
+			return fmt.Errorf("kube-proxy last synced %s before the endpoints were ready", readyAt.Sub(at))
+		}
+		syncedAt = at
+		return nil
+	}), "kube-proxy's sync of the targets' endpoints")
+	r.t.Logf("install: after the install began, the ClusterRoleBinding was ADDED at %s, every target had a ready endpoint at %s, kube-proxy had it at %s",
+		crbAt.Sub(op.from).Round(time.Millisecond), readyAt.Sub(op.from).Round(time.Millisecond), syncedAt.Sub(op.from).Round(time.Millisecond))
 	public, target := maps.Clone(r.public), maps.Clone(r.target)
 	op.judge = func(res steady.Result) (bool, bool) {
 		if res.Kind == steady.KindDNS {
@@ -240,7 +254,7 @@ func (r *lifecycleRun) install() {
 			}
 			return true, !steady.Answered(res, target[res.Host])
 		}
-		return !res.At.Before(readyAt), res.Fail != ""
+		return !res.At.Before(syncedAt), res.Fail != ""
 	}
 	r.waitServed()
 }
