@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,8 @@ type Config struct {
 	Hosts []string `json:"hosts"`
 	// Interval is the pace per host (default 20 ms).
 	Interval time.Duration `json:"interval"`
+	// Port is the HTTP port requested (default 80).
+	Port int `json:"port,omitempty"`
 	// Download, when set, makes the process one download instead.
 	Download *Download `json:"download,omitempty"`
 }
@@ -109,6 +112,9 @@ func run(ctx context.Context, cfg Config, out *emitter) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 20 * time.Millisecond
 	}
+	if cfg.Port == 0 {
+		cfg.Port = 80
+	}
 	var wg sync.WaitGroup
 	for _, host := range cfg.Hosts {
 		wg.Add(1)
@@ -128,7 +134,7 @@ func run(ctx context.Context, cfg Config, out *emitter) {
 				rounds.Add(1)
 				go func() {
 					defer rounds.Done()
-					round(cfg.DNS, host, &last, out)
+					round(cfg, host, &last, out)
 				}()
 			}
 		}()
@@ -154,15 +160,15 @@ func (l *lastAddr) swap(a string) string {
 }
 
 // round is one DNS query and one HTTP request for host.
-func round(server, host string, last *lastAddr, out *emitter) {
-	d := query(server, host)
+func round(cfg Config, host string, last *lastAddr, out *emitter) {
+	d := query(cfg.DNS, host)
 	out.emit(d)
 	addr := last.swap(d.Addr)
 	if addr == "" {
 		out.emit(Result{At: time.Now(), Kind: KindHTTP, Host: host, Fail: FailNoAddress})
 		return
 	}
-	out.emit(get(addr, host))
+	out.emit(get(addr, cfg.Port, host))
 }
 
 // query asks server for host's A records, once.
@@ -193,11 +199,11 @@ func query(server, host string) Result {
 	return r
 }
 
-// get sends `GET /` for host to addr:80 on a new connection and reads the
-// whole response: a 200 whose body is the controller's answer for host.
-func get(addr, host string) Result {
+// get sends `GET /` for host to addr:port on a new connection and reads
+// the whole response: a 200 whose body is the controller's answer for host.
+func get(addr string, port int, host string) Result {
 	r := Result{At: time.Now(), Kind: KindHTTP, Host: host, Addr: addr}
-	resp, body, err := request(net.JoinHostPort(addr, "80"), host, "/", httpTimeout, nil)
+	resp, body, err := request(net.JoinHostPort(addr, strconv.Itoa(port)), host, "/", httpTimeout, nil)
 	switch {
 	case err != nil:
 		r.Fail = classify(err)
