@@ -22,7 +22,7 @@ TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 ACTIONLINT = $(shell build/tools.sh --actionlint)
 
-.PHONY: all build generate test unit fuzz tools cluster-tools cilium-tools deps demo bench images manifests release release-check clean FORCE
+.PHONY: all build generate test unit fuzz tools cluster-tools cilium-tools deps demo bench soak images manifests release release-check clean FORCE
 
 all: build
 
@@ -158,6 +158,17 @@ bench: build cluster-tools
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y $(BENCH_TOOLS); fi
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) \
 		go test -count=1 -v -run '^TestBench$$' -timeout 60m ./test/bench/
+
+# The soak (issue 32): SOAK (default 30m) of steady churn on the real
+# nftables dataplane (10 Ingress changes/s, a target flap every minute, a
+# proxy rollout every 5 minutes) under the lifecycle test's steady client;
+# writes CoreDNS's and the proxy's footprint trends and the failed requests
+# (must be 0) into test/bench/results.json under soak. A later `make bench`
+# keeps them.
+SOAK ?= 30m
+soak: build tools images
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_SOAK=$(SOAK) \
+		go test -count=1 -v -run '^TestSoak$$' -timeout 4h ./test/bench/
 
 clean:
 	rm -rf $(BIN)

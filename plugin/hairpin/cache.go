@@ -74,6 +74,7 @@ func newHostCache(c *clients, s settings) *hostCache {
 // gate opens the cache when every required kind has synced, or at
 // startup_timeout.
 func (hc *hostCache) start() error {
+	hc.clients.reportRetries(hc.onRetry)
 	if err := hc.watchIngresses(); err != nil {
 		return err
 	}

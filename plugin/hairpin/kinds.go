@@ -114,6 +114,24 @@ func (k *kindWatch) onError(_ context.Context, _ *cache.Reflector, err error) {
 	log.Warningf("cannot list/watch %s (%s): %v; %s, other names are unaffected", k.kind, reason, err, impact)
 }
 
+// onRetry is where the retry transport reports the failures it retries:
+// the error handler of the kind that the resource is watched as.
+func (hc *hostCache) onRetry(resource string, err error) {
+	name := kindOfResource(resource)
+	hc.mu.Lock()
+	var k *kindWatch
+	for _, kw := range hc.kinds {
+		if kw.kind == name {
+			k = kw
+			break
+		}
+	}
+	hc.mu.Unlock()
+	if k != nil {
+		k.onError(context.Background(), nil, err)
+	}
+}
+
 // errorReason classifies a list or watch failure for the reason label; ""
 // for a watch that simply ended.
 func errorReason(err error) string {

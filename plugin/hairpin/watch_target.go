@@ -89,6 +89,9 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 		t = newTarget(*rt)
 		hc.targets[t.Name] = t
 		hc.logSelection(t)
+		// A chart creates CoreDNS's RBAC just before its targets: a
+		// list refused until now is likely allowed.
+		hc.clients.wakeRetries()
 		hc.targetsChangedLocked()
 	case !t.Same(rt):
 		t.Target = *rt

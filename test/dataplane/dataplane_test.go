@@ -19,9 +19,12 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+	"github.com/coredns-hairpin/hairpin/test/harness/steady"
 )
 
 func TestMain(m *testing.M) {
+	// This binary is also the lifecycle test's steady client.
+	steady.RunIfChild()
 	// The machine as the clusters found it: sysctls, rule sets, BPF
 	// attachments, bpffs mounts (only root can read them all).
 	var before *hoststate.Snapshot

@@ -25,11 +25,16 @@ const (
 func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(EnvRequireE2E) == "1" {
+	if Required() {
 		t.Fatalf("%s (%s=1, so this is an error)", msg, EnvRequireE2E)
 	}
 	t.Skip(msg)
 }
+
+// Required reports whether a missing prerequisite is an error
+// (HAIRPIN_REQUIRE_E2E=1), for code that has no test to skip, such as a
+// TestMain.
+func Required() bool { return os.Getenv(EnvRequireE2E) == "1" }
 
 // RequireRoot skips the test unless it runs as root with every one of tools
 // on PATH, or fails it under HAIRPIN_REQUIRE_E2E=1. what names the part of

@@ -293,6 +293,11 @@ master_process off;
         location / {
             return 200 "ok host=$host client=$remote_addr controller={{$.IC.Namespace}}\n";
         }
+        # Files that Cluster.BulkFile writes, for long downloads.
+        location /bulk/ {
+            default_type application/octet-stream;
+            alias /tmp/bulk/;
+        }
     }
 {{end}}
     server {

@@ -93,8 +93,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("node: Config.CNI needs ConfFile and BinDir")
 	}
 	for ref, img := range c.Images {
-		if (img.OCILayout == "") == !img.Host {
-			return fmt.Errorf("node: Config.Images[%q]: set exactly one of OCILayout and Host", ref)
+		if err := img.validate(); err != nil {
+			return fmt.Errorf("node: Config.Images[%q]: %w", ref, err)
 		}
 	}
 	c.PodCIDR = c.PodCIDR.Masked()
