@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build/tools.sh builds the tools that the integration and end-to-end tests
 # run, from source through the Go module proxy: the control plane
-# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
-# node's kube-proxy (module test/tools), helm (module test/tools/helm) and
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), the
+# node's kube-proxy and the kubectl that the docs test runs the documented
+# commands with (module test/tools), helm (module test/tools/helm) and
 # actionlint (module test/tools/actionlint), which lints the CI workflows.
 #
 #   build/tools.sh              build what is not cached yet (all of them) and
@@ -28,7 +29,8 @@
 #
 # A cold build of kube-apiserver takes about 6-10 minutes on 2 cores and
 # about 3 GB of memory; kube-controller-manager, kube-scheduler and
-# kube-proxy about 7 minutes more (they share its build cache); helm about 3
+# kube-proxy about 7 minutes more (they share its build cache), kubectl
+# about 2 minutes more; helm about 3
 # minutes; etcd under a minute.
 set -euo pipefail
 
@@ -135,11 +137,11 @@ if [[ "$only" == actionlint ]]; then
 	exit 0
 fi
 # The Kubernetes components built from k8s.io/kubernetes, in build order.
-kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
 cached=1
 for b in etcd "${kube[@]}"; do [[ -x "$dir/$b" ]] || cached=""; done
 if [[ -n "$cached" && -x "$helmdir/helm" && -x "$lintdir/actionlint" ]]; then
-	echo "tools: the control plane and kube-proxy are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
+	echo "tools: the control plane, kube-proxy and kubectl are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
 	echo "$dir"
 	exit 0
 fi

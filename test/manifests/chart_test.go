@@ -231,15 +231,9 @@ func kustomize(t *testing.T, dir string) []byte {
 	return out
 }
 
-// kubectl returns the kubectl binary, or skips (fails under
-// HAIRPIN_REQUIRE_E2E=1) when there is none.
-func kubectl(t testing.TB) string {
-	t.Helper()
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	return harness.RequireExecutable(t, "/usr/bin/kubectl")
-}
+// kubectl returns the kubectl that `make tools` builds (skipped, or failed
+// under HAIRPIN_REQUIRE_E2E=1, without it).
+func kubectl(t testing.TB) string { return harness.RequireKubectl(t) }
 
 // TestAlertRulesAreTheDocumentedOnes checks that the chart's rule file is
 // the one in docs/alerts (which `make manifests` copies in), when that file

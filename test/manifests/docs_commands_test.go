@@ -35,7 +35,7 @@ func documentedHelmCommands(t testing.TB) []docCommand {
 	t.Helper()
 	var cmds []docCommand
 	add := func(where, text string) {
-		words, err := shellWords(text)
+		words, err := harness.ShellWords(text)
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
@@ -47,12 +47,12 @@ func documentedHelmCommands(t testing.TB) []docCommand {
 		}
 	}
 	for _, f := range docFiles(t) {
-		for _, b := range codeBlocks(readDoc(t, f)) {
-			if !slices.Contains([]string{"sh", "bash", "shell", "console", ""}, b.lang) {
+		for _, b := range harness.CodeBlocks(readDoc(t, f)) {
+			if !b.IsShell() {
 				continue
 			}
-			for _, c := range shellCommands(b.body) {
-				add(fmt.Sprintf("%s:%d", f, b.line+1+c.line), c.text)
+			for _, c := range harness.ShellCommands(b.Body) {
+				add(fmt.Sprintf("%s:%d", f, b.Line+1+c.Line), c.Text)
 			}
 		}
 	}
