@@ -122,6 +122,15 @@ func (v intValue) Set(s string) error {
 	return nil
 }
 
+// removedFlag is a flag that earlier builds had. Giving it fails with its
+// text, which says what to do, rather than with "flag provided but not
+// defined"; it is in no usage text.
+type removedFlag string
+
+func (r removedFlag) String() string   { return "" }
+func (r removedFlag) Set(string) error { return errors.New(string(r)) }
+func (r removedFlag) IsBoolFlag() bool { return true }
+
 type flagDoc struct {
 	name, arg, usage string
 	noEnv            bool
@@ -150,6 +159,7 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 	fs.Var(choiceValue{&o.LogFormat, []string{"text", "json"}}, "log-format", "")
 	fs.Var(choiceValue{&o.LogLevel, []string{"debug", "info", "warn", "error"}}, "log-level", "")
 	fs.BoolVar(&o.Version, "version", false, "")
+	fs.Var(removedFlag("--kernel-relay was removed (the in-kernel relay of pre-release builds): delete it from the proxy's arguments (chart: proxy.extraArgs)"), "kernel-relay", "")
 
 	docs := []flagDoc{
 		{"route", routeSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (a name is re-resolved at most once a second), and write header-port (default: the UPSTREAM port) as the PROXY destination port and dest-addr (default: the accepted socket's local address, in a cluster the proxy pod's IP after DNAT, not the ClusterIP) as its destination address. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
