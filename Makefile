@@ -19,7 +19,7 @@ TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 ACTIONLINT = $(shell build/tools.sh --actionlint)
 
-.PHONY: all build generate test unit fuzz tools deps demo bench images manifests release release-check clean FORCE
+.PHONY: all build generate test unit fuzz tools deps demo demo-images bench images manifests release release-check clean FORCE
 
 all: build
 
@@ -64,7 +64,11 @@ deps:
 # runs the same story). Without root it tells the loopback story instead.
 # DEMO_KEEP=1 keeps the cluster running before the uninstall.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
-demo: deps build tools images
+# It builds only what it runs: the cluster's tools without kubectl or
+# actionlint (build/tools.sh demo) and our images for this machine's
+# platform only (demo-images).
+demo: deps build demo-images
+	build/tools.sh demo >/dev/null
 	go build -o $(BIN)/demo ./test/demo
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
@@ -93,6 +97,12 @@ $(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 
 images: $(PLATFORM_BINS)
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
+
+# The images for this machine's platform only, which is all `make demo`
+# runs: no cross-compiled binaries.
+HOSTARCH := $(shell go env GOARCH)
+demo-images: $(BIN)/linux-$(HOSTARCH)/coredns $(BIN)/linux-$(HOSTARCH)/hairpin-proxy
+	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION) -arch $(HOSTARCH)
 
 # A release (DESIGN.md, "Releases"; build/release does the work):
 # REGISTRY/coredns:VERSION and REGISTRY/hairpin-proxy:VERSION as OCI indexes

@@ -8,6 +8,9 @@
 #
 #   build/tools.sh              build what is not cached yet (all of them) and
 #                               print the control-plane folder on the last line
+#   build/tools.sh demo         build what `make demo` runs (the control plane,
+#                               kube-proxy, helm; not kubectl or actionlint) and
+#                               print the control-plane folder
 #   build/tools.sh helm         build helm only, and print its path
 #   build/tools.sh actionlint   build actionlint only, and print its path
 #   build/tools.sh --dir        print the absolute control-plane folder; build nothing
@@ -57,15 +60,15 @@ case "${1:-}" in
 	echo "$lintdir/actionlint"
 	exit 0
 	;;
-helm | actionlint) only="$1" ;;
+helm | actionlint | demo) only="$1" ;;
 "") ;;
 *)
-	echo "usage: $0 [helm|actionlint|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 	;;
 esac
 if [[ $# -gt 1 ]]; then
-	echo "usage: $0 [helm|actionlint|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 fi
 
@@ -136,11 +139,13 @@ if [[ "$only" == actionlint ]]; then
 	echo "$lintdir/actionlint"
 	exit 0
 fi
-# The Kubernetes components built from k8s.io/kubernetes, in build order.
+# The Kubernetes components built from k8s.io/kubernetes, in build order;
+# `make demo` runs all but kubectl.
 kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
+[[ "$only" == demo ]] && kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 cached=1
 for b in etcd "${kube[@]}"; do [[ -x "$dir/$b" ]] || cached=""; done
-if [[ -n "$cached" && -x "$helmdir/helm" && -x "$lintdir/actionlint" ]]; then
+if [[ -n "$cached" && -x "$helmdir/helm" && ( "$only" == demo || -x "$lintdir/actionlint" ) ]]; then
 	echo "tools: the control plane, kube-proxy and kubectl are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
 	echo "$dir"
 	exit 0
@@ -177,6 +182,6 @@ for b in "${kube[@]}"; do
 	build "$b" "k8s.io/kubernetes/cmd/$b" "$kldflags"
 done
 build_helm
-build_actionlint
+[[ "$only" == demo ]] || build_actionlint
 echo "tools: done in $((SECONDS - total))s" >&2
 echo "$dir"
