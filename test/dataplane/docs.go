@@ -52,6 +52,7 @@ type DocPlaceholder struct {
 //	| oci://ghcr.io/coredns-hairpin/charts/coredns-hairpin --version VERSION | manifests/coredns-hairpin (this checkout) |
 //	| https://github.com/coredns-hairpin/hairpin/releases/download/APPVERSION/hairpin-cluster.yaml | manifests/rendered/cluster/hairpin.yaml |
 //	| https://github.com/coredns-hairpin/hairpin/releases/download/APPVERSION/hairpin-tenant.yaml  | manifests/rendered/tenant/hairpin.yaml  |
+//	| https://raw.githubusercontent.com/coredns-hairpin/hairpin/APPVERSION/PATH | PATH in this checkout      |
 //	| 10.43.0.10 (k3s's cluster DNS address)                        | the test cluster's kube-dns ClusterIP     |
 //
 // Image references (ghcr.io/coredns-hairpin/coredns:APPVERSION, the client
@@ -67,6 +68,8 @@ func DocPlaceholders(version, appVersion string, dnsIP netip.Addr) []DocPlacehol
 			"the release attaches the plain manifests of its checkout (pinned by digest)"},
 		{release + "hairpin-tenant.yaml", "manifests/rendered/tenant/hairpin.yaml",
 			"the same, for tenant mode"},
+		{"https://raw.githubusercontent.com/coredns-hairpin/hairpin/" + appVersion + "/", "",
+			"a file of the release's tag is the file of this checkout"},
 		{"10.43.0.10", dnsIP.String(),
 			"k3s's cluster DNS address: tenant mode's kube-dns Service takes the cluster's own"},
 	}
@@ -137,6 +140,25 @@ func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
 	if err := e.InstallIngressController(ctx, DocsController); err != nil {
 		return d, err
 	}
+	// The bug the pages fix, once: a Pod's request to the docs' host is
+	// short-circuited to the controller without a header, and nginx logs
+	// "broken header" (troubleshooting.md greps for it).
+	if err := e.WaitResolves(ctx, DocsController.Hosts[0], DocsController.LBIP); err != nil {
+		return d, err
+	}
+	if _, err := e.WaitServedFromOutside(ctx, DocsController, DocsController.Hosts[0]); err != nil {
+		return d, err
+	}
+	if err := harness.Poll(ctx, func(ctx context.Context) error {
+		_, _ = e.Curl(ctx, "http://"+DocsController.Hosts[0]+"/")
+		log, err := e.ErrorLog(ctx, DocsController)
+		if err != nil || !strings.Contains(log, "broken header") {
+			return fmt.Errorf("no broken header in %s's log yet (%v)", DocsController.Namespace, err)
+		}
+		return nil
+	}); err != nil {
+		return d, err
+	}
 	for _, ic := range Controllers {
 		if err := e.SetIPMode(ctx, ic, corev1.LoadBalancerIPModeProxy); err != nil {
 			return d, err
@@ -172,24 +194,51 @@ func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 		return "", err
 	}
 	out, err := d.bash(ctx, command)
-	if err == nil {
-		d.record(words)
+	if err != nil {
+		return out, err
 	}
-	return out, err
+	d.record(words)
+	return out, d.checkAnswer(ctx, words, out)
 }
 
-// Render runs a documented helm install or upgrade as `helm template` with
-// the same flags, and validates what it renders against the cluster with
-// `kubectl apply --dry-run=server`: for an example that the shared cluster
-// cannot hold next to what it runs (tenant mode brings a second kube-dns).
-// Tenant mode's Service takes the cluster's kube-dns address.
+// checkAnswer holds a `dig` of the docs' host to what the page says it
+// shows: the ClusterIP of the target that fronts the host's controller.
+// Any other answer (the load balancer's IP: hairpin not working) fails.
+func (d *DocsRun) checkAnswer(ctx context.Context, words []string, out string) error {
+	if !slices.Contains(words, "dig") || !slices.Contains(words, DocsController.Hosts[0]) {
+		return nil
+	}
+	svc, err := d.e.CP.Clientset.CoreV1().Services(TargetNamespace).Get(ctx, "ingress-nginx", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("docs: the target of %s: %w", DocsController.Hosts[0], err)
+	}
+	if got := strings.Fields(out); !slices.Contains(got, svc.Spec.ClusterIP) {
+		return fmt.Errorf("docs: %s resolved to %v; want the target's ClusterIP %s", DocsController.Hosts[0], got, svc.Spec.ClusterIP)
+	}
+	return nil
+}
+
+// Render validates a documented install against the cluster without
+// installing it, for an example that the shared cluster cannot run (tenant
+// mode brings a second kube-dns; a placeholder registry has no images): a
+// helm install or upgrade becomes `helm template` with the same flags, its
+// output applied with `kubectl apply --dry-run=server` (tenant mode's
+// Service taking the cluster's kube-dns address); a kubectl apply runs with
+// --dry-run=server.
 func (d *DocsRun) Render(ctx context.Context, command string) (string, error) {
-	words, err := harness.ShellWords(d.Substitute(command))
+	command = d.Substitute(command)
+	words, err := harness.ShellWords(command)
 	if err != nil {
 		return "", err
 	}
+	if len(words) > 2 && words[0] == "kubectl" && slices.Contains(words, "apply") {
+		if err := d.ensureNamespace(ctx); err != nil {
+			return "", err
+		}
+		return d.bash(ctx, command+" --dry-run=server")
+	}
 	if len(words) < 4 || words[0] != "helm" || (words[1] != "install" && words[1] != "upgrade") {
-		return "", fmt.Errorf("docs: only a helm install or upgrade can be rendered, not %q", command)
+		return "", fmt.Errorf("docs: only a helm install or upgrade or a kubectl apply can be rendered, not %q", command)
 	}
 	args := []string{"template"}
 	for _, w := range words[2:] {

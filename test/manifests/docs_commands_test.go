@@ -107,6 +107,9 @@ func (c docCommand) renderArgs(t testing.TB, chartVersion string) ([]string, err
 				version = val
 				continue
 			case "-f", "--values":
+				// A file of the release's tag, as the docs give it for
+				// the OCI chart, is the file of this checkout.
+				val = strings.TrimPrefix(val, "https://raw.githubusercontent.com/coredns-hairpin/hairpin/"+appVersionOf(chartVersion)+"/")
 				val = filepath.Join(repoDir(t), val)
 				if _, err := os.Stat(val); err != nil {
 					return nil, fmt.Errorf("values file: %w", err)
@@ -154,6 +157,10 @@ func (c docCommand) renderArgs(t testing.TB, chartVersion string) ([]string, err
 	args = append(args, chartDir(t))
 	return append(args, flags...), nil
 }
+
+// appVersionOf is the appVersion of chart version v: the images and the
+// release's tag are v-prefixed.
+func appVersionOf(v string) string { return "v" + v }
 
 // chartMeta returns the chart's version and appVersion.
 func chartMeta(t testing.TB) (version, appVersion string) {

@@ -515,3 +515,46 @@ func TestValuesTableIsCurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestMonitoringAdmitsItsScrape (issue 34, 7): with the ServiceMonitor on,
+// the proxy's NetworkPolicy admits the health port that it scrapes, from
+// networkPolicy.metricsFrom when that names the scrapers, else from any
+// pod (Prometheus's namespace is not known); with it off and no
+// metricsFrom, the port stays closed. A CNI that enforces policy (Cilium on
+// Cozystack) would otherwise drop every scrape of the Cozystack example.
+func TestMonitoringAdmitsItsScrape(t *testing.T) {
+	admits := func(objs []apiruntime.Object) (open, fromAnyone bool) {
+		np := find[*netv1.NetworkPolicy](objs, proxyName)
+		if np == nil {
+			t.Fatal("no proxy NetworkPolicy")
+		}
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if p.Port != nil && p.Port.IntVal == 9090 {
+					open = true
+					fromAnyone = fromAnyone || len(rule.From) == 0
+				}
+			}
+		}
+		return open, fromAnyone
+	}
+	tests := []struct {
+		name             string
+		c                valuesCase
+		open, fromAnyone bool
+	}{
+		{"monitoring off", valuesCase{set: []string{defaultZones}}, false, false},
+		{"ServiceMonitor on", valuesCase{set: []string{defaultZones, `serviceMonitor.enabled=true`}}, true, true},
+		{"ServiceMonitor on, scrapers named", valuesCase{set: []string{defaultZones, `serviceMonitor.enabled=true`,
+			`networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`}}, true, false},
+		{"the Cozystack management example", example(t, "cozystack-management.yaml"), true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open, fromAnyone := admits(render(t, tt.c))
+			if open != tt.open || fromAnyone != tt.fromAnyone {
+				t.Errorf("health port 9090 admitted %v, from anyone %v; want %v, %v", open, fromAnyone, tt.open, tt.fromAnyone)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ var versionPins = []struct {
 	{"chart tag", regexp.MustCompile(`charts/coredns-hairpin:([0-9][^\s"'` + "`" + `)]*)`), true},
 	{"image tag", regexp.MustCompile(`coredns-hairpin/(?:coredns|hairpin-proxy):([^\s"'` + "`" + `)@#]+)`), false},
 	{"release download", regexp.MustCompile(`releases/download/([^/\s]+)/`), false},
+	{"file of the release's tag", regexp.MustCompile(`raw\.githubusercontent\.com/coredns-hairpin/hairpin/([^/\s]+)/`), false},
 	{"make release VERSION", regexp.MustCompile(`VERSION=(v[^\s` + "`" + `]+)`), false},
 	{"tag value", regexp.MustCompile(`(?i)(?:newTag|imageTag|image\.tag|\btag)[:=]\s*"?(v[0-9][^\s"'` + "`" + `,}]*)`), false},
 }
