@@ -93,6 +93,8 @@ type DocsRun struct {
 	applied      [][2]string
 	kubeDNSImage string
 	hadNamespace bool
+	// corefile is kube-dns's Corefile before the pages ran.
+	corefile string
 }
 
 // docsInstall is the install a command that assumes one gets when the page
@@ -135,6 +137,11 @@ func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
 		return nil, fmt.Errorf("docs: %w", err)
 	}
 	d.kubeDNSImage = dep.Spec.Template.Spec.Containers[0].Image
+	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
+	d.corefile = cm.Data["Corefile"]
 	_, err = cs.CoreV1().Namespaces().Get(ctx, TargetNamespace, metav1.GetOptions{})
 	d.hadNamespace = err == nil
 	if err := e.InstallIngressController(ctx, DocsController); err != nil {
@@ -168,6 +175,42 @@ func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
 		return d, err
 	}
 	return d, nil
+}
+
+// Leftovers of the controllers that docs/migrate.md replaces, as they
+// write them: ouroboros's marked block in the Corefile (its coredns mode),
+// its ouroboros.override key of coredns-custom (its coredns-import mode),
+// and compumike/hairpin-proxy's line.
+const (
+	ouroborosBlock = "    # === BEGIN ouroboros (do not edit by hand) ===\n" +
+		"    rewrite name app.example.com ouroboros-proxy.ouroboros.svc.cluster.local.\n" +
+		"    # === END ouroboros ===\n"
+	ouroborosOverride    = "rewrite name app.example.com ouroboros-proxy.ouroboros.svc.cluster.local.\n"
+	hairpinProxyLeftover = "rewrite name app.example.com hairpin-proxy.hairpin-proxy.svc.cluster.local # Added by hairpin-proxy\n"
+	customConfigMap      = "coredns-custom"
+)
+
+// StartPage brings the cluster into the state a page starts from, beyond
+// the broken one of StartDocs: docs/migrate.md finds and removes what the
+// controllers it replaces left behind, so they are there.
+func (d *DocsRun) StartPage(ctx context.Context, page string) error {
+	if page != "docs/migrate.md" {
+		return nil
+	}
+	cms := d.e.CP.Clientset.CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	cm.Data["Corefile"] = strings.Replace(d.corefile, "    errors\n", "    errors\n"+ouroborosBlock, 1)
+	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	_, err = cms.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: customConfigMap, Namespace: "kube-system"},
+		Data:       map[string]string{"ouroboros.override": ouroborosOverride, "hairpin-proxy.override": hairpinProxyLeftover},
+	}, metav1.CreateOptions{})
+	return err
 }
 
 // Placeholders returns the table the run substitutes with.
@@ -411,6 +454,15 @@ func (d *DocsRun) Close(ctx context.Context) error {
 	}
 	for _, ic := range Controllers {
 		errs = append(errs, d.e.SetIPMode(ctx, ic, corev1.LoadBalancerIPModeVIP))
+	}
+	cms := cs.CoreV1().ConfigMaps("kube-system")
+	if cm, err := cms.Get(ctx, "coredns", metav1.GetOptions{}); err != nil {
+		errs = append(errs, err)
+	} else if cm.Data["Corefile"] != d.corefile {
+		errs = append(errs, d.e.ApplyAndReload(ctx, d.corefile))
+	}
+	if err := cms.Delete(ctx, customConfigMap, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, err)
 	}
 	_, err := d.kubectl(ctx, "delete", "--ignore-not-found", "-f", filepath.Join(d.root, "test", "manifests", "testdata", "crds"))
 	errs = append(errs, err)

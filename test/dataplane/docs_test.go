@@ -104,6 +104,9 @@ func TestEveryDocCommandRunsOrIsMarked(t *testing.T) {
 		}
 		for _, page := range pages {
 			t.Run(page, func(t *testing.T) {
+				if err := d.StartPage(ctx, page); err != nil {
+					t.Fatal(err)
+				}
 				for _, b := range blocks {
 					if b.page != page || b.how == "skip" {
 						continue
