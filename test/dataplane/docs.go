@@ -356,13 +356,23 @@ func isHelm(words []string, verbs ...string) bool {
 }
 
 // installsOurs reports whether words install the chart or apply our plain
-// manifests or overlay.
+// manifests or an overlay of them: the alternative ways to install, each
+// of which starts from a cluster without the others. (An add-on a page
+// applies next to an install, such as docs/examples/separate-coredns.yaml,
+// is not one.)
 func installsOurs(words []string) bool {
 	if isHelm(words, "install") {
 		return true
 	}
-	return len(words) > 1 && words[0] == "kubectl" && slices.Contains(words, "apply") && !slices.Contains(words, "--dry-run=server") &&
-		(manifestArg(words, "-f") != "" || manifestArg(words, "-k") != "")
+	if len(words) < 2 || words[0] != "kubectl" || !slices.Contains(words, "apply") || slices.Contains(words, "--dry-run=server") {
+		return false
+	}
+	for _, flag := range []string{"-f", "-k"} {
+		if f := manifestArg(words, flag); strings.HasPrefix(f, "manifests/rendered/") || flag == "-k" && f != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // assumesInstall reports whether words need something of ours installed:

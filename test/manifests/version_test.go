@@ -73,3 +73,23 @@ func TestOneVersionEverywhere(t *testing.T) {
 		t.Errorf("found %d version pins in the docs; the scan is broken", seen)
 	}
 }
+
+// TestRKE2ServiceAccountIsOneThing (issue 34, 4): the docs say one thing
+// about the service account of RKE2's CoreDNS: rke2-coredns names it
+// `coredns` (its values patch), which is the chart's default. No sentence
+// of a page or of values.yaml may say it is derived from the release name.
+func TestRKE2ServiceAccountIsOneThing(t *testing.T) {
+	files := append(docFiles(t), "manifests/coredns-hairpin/values.yaml")
+	sentence := regexp.MustCompile(`[^.]*(?:RKE2|rke2-coredns)[^.]*\.`)
+	for _, f := range files {
+		text := strings.Join(strings.Fields(readDoc(t, f)), " ")
+		for _, s := range sentence.FindAllString(text, -1) {
+			if strings.Contains(s, "release name") {
+				t.Errorf("%s: %q: rke2-coredns names its service account coredns, whatever the release", f, strings.TrimSpace(s))
+			}
+		}
+	}
+	if rke2 := strings.Join(strings.Fields(readDoc(t, "docs/install/rke2.md")), " "); !strings.Contains(rke2, "names it `coredns`, in `kube-system`") {
+		t.Errorf("docs/install/rke2.md no longer says that rke2-coredns names its service account coredns")
+	}
+}
