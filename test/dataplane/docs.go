@@ -286,7 +286,11 @@ func (d *DocsRun) Render(ctx context.Context, command string) (string, error) {
 	args := []string{"template"}
 	for _, w := range words[2:] {
 		switch w {
-		case "--create-namespace", "--wait", "--reuse-values", "--reset-then-reuse-values", "--atomic":
+		case "--reuse-values", "--reset-then-reuse-values":
+			// The values of the install before it: the docs' default.
+			args = append(args, "--set-json", `targets.ingress-nginx.zones=["example.com"]`)
+			continue
+		case "--create-namespace", "--wait", "--atomic":
 			continue
 		}
 		args = append(args, w)
