@@ -263,3 +263,20 @@ func TestDocumentedImagesAreWhatReleasesPush(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedChartInstallsNameFilesAUserHas (issue 34, 13): a documented
+// helm command that installs the released chart takes its values files
+// from the release (a URL of the release's tag), not from a checkout's
+// manifests/ folder, which a user of the OCI chart does not have.
+func TestReleasedChartInstallsNameFilesAUserHas(t *testing.T) {
+	for _, c := range documentedHelmCommands(t) {
+		if !slices.Contains(c.words, releasedChart) {
+			continue
+		}
+		for i, w := range c.words {
+			if (w == "-f" || w == "--values") && i+1 < len(c.words) && !strings.HasPrefix(c.words[i+1], "https://") {
+				t.Errorf("%s: %s -f %s: a values file of a checkout with the released chart; give the release's URL (https://raw.githubusercontent.com/coredns-hairpin/hairpin/vX.Y.Z/...)", c.where, releasedChart, c.words[i+1])
+			}
+		}
+	}
+}

@@ -93,3 +93,21 @@ func TestRKE2ServiceAccountIsOneThing(t *testing.T) {
 		t.Errorf("docs/install/rke2.md no longer says that rke2-coredns names its service account coredns")
 	}
 }
+
+// TestReadmeBulkSentenceQuotesItsTable (issue 34, 15): the README's prose
+// on the proxy's bulk rate gives the ratios of its own table's row, not
+// another run's.
+func TestReadmeBulkSentenceQuotesItsTable(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	row := regexp.MustCompile(`(?m)^\| proxy bulk MB/s \|[^|]*\|[^|]*\| ([0-9.]+)× HAProxy, ([0-9.]+)× direct \|`).FindStringSubmatch(readme)
+	if row == nil {
+		t.Fatal("README.md: no proxy bulk row with its HAProxy and direct ratios")
+	}
+	prose := regexp.MustCompile(`Bulk splices at ([0-9.]+)× HAProxy's rate[^.]*?([0-9.]+)× a direct`).FindStringSubmatch(strings.Join(strings.Fields(readme), " "))
+	if prose == nil {
+		t.Fatal("README.md: no sentence on the bulk rate")
+	}
+	if prose[1] != row[1] || prose[2] != row[2] {
+		t.Errorf("README.md: the bulk sentence says %s× HAProxy and %s× direct; its table says %s× and %s×", prose[1], prose[2], row[1], row[2])
+	}
+}
