@@ -333,9 +333,27 @@ func (d *DocsRun) prepare(ctx context.Context, words []string) error {
 		}
 		return nil
 	case assumesInstall(words):
+		if len(words) > 2 && words[0] == "kubectl" && words[1] == "run" {
+			if err := d.waitPodGone(ctx, words[2]); err != nil {
+				return err
+			}
+		}
 		return d.ensureAnything(ctx)
 	}
 	return nil
+}
+
+// waitPodGone waits until the Pod a previous `kubectl run --rm` of the
+// same name deleted is gone: kubectl does not wait for it.
+func (d *DocsRun) waitPodGone(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return harness.Poll(ctx, func(ctx context.Context) error {
+		if _, err := d.e.CP.Clientset.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod default/%s is still there (%v)", name, err)
+		}
+		return nil
+	})
 }
 
 // record notes what a command that succeeded installed or removed.
