@@ -278,6 +278,12 @@ func (d *DocsRun) Render(ctx context.Context, command string) (string, error) {
 		if err := d.ensureNamespace(ctx); err != nil {
 			return "", err
 		}
+		// A dry run writes nothing, so the field conflicts a server-side
+		// apply would have with the test cluster's own kube-dns objects
+		// (tenant mode's plain manifests) are forced.
+		if slices.Contains(words, "--server-side") {
+			command += " --force-conflicts"
+		}
 		return d.bash(ctx, command+" --dry-run=server")
 	}
 	if len(words) < 4 || words[0] != "helm" || (words[1] != "install" && words[1] != "upgrade") {
