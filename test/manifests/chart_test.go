@@ -122,7 +122,7 @@ func TestBadValuesNameTheField(t *testing.T) {
 // different field each time).
 func TestBadTargetNameErrorIsTheSameEveryTime(t *testing.T) {
 	h := harness.RequireHelm(t)
-	set := []string{`targets={"Foo_Bar":{"zones":["example.com"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}}`}
+	set := []string{`targets={"ingress-nginx":{"enabled":false},"Foo_Bar":{"zones":["example.com"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}}`}
 	first := ""
 	for i := range 5 {
 		_, err := helmTemplate(t, h, valuesCase{set: set})
