@@ -22,7 +22,7 @@ TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 ACTIONLINT = $(shell build/tools.sh --actionlint)
 
-.PHONY: all build generate test unit fuzz tools cluster-tools cilium-tools deps demo bench soak images manifests release release-check clean FORCE
+.PHONY: all build generate test unit fuzz tools cluster-tools cilium-tools deps demo demo-images bench soak images manifests release release-check clean FORCE
 
 all: build
 
@@ -76,7 +76,11 @@ deps:
 # DEMO_DATAPLANE=cilium tells it on Cilium as kube-proxy replacement (root
 # only: BPF needs real root); the default is kube-proxy in nftables mode.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
-demo: deps build cluster-tools images $(if $(filter cilium,$(DEMO_DATAPLANE)),cilium-tools)
+# It builds only what it runs: the cluster's tools without kubectl or
+# actionlint (build/tools.sh demo), our images for this machine's platform
+# only (demo-images), and Cilium only for DEMO_DATAPLANE=cilium.
+demo: deps build demo-images $(if $(filter cilium,$(DEMO_DATAPLANE)),cilium-tools)
+	build/tools.sh demo >/dev/null
 	go build -o $(BIN)/demo ./test/demo
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
@@ -105,6 +109,12 @@ $(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 
 images: $(PLATFORM_BINS)
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
+
+# The images for this machine's platform only, which is all `make demo`
+# runs: no cross-compiled binaries.
+HOSTARCH := $(shell go env GOARCH)
+demo-images: $(BIN)/linux-$(HOSTARCH)/coredns $(BIN)/linux-$(HOSTARCH)/hairpin-proxy
+	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION) -arch $(HOSTARCH)
 
 # A release (docs/architecture.md, "Releases"; build/release does the work):
 # REGISTRY/coredns:VERSION and REGISTRY/hairpin-proxy:VERSION as OCI indexes

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # build/tools.sh builds the tools that the integration and end-to-end tests
 # run, from source through the Go module proxy: the control plane
-# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
-# node's kube-proxy (module test/tools), helm (module test/tools/helm),
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), the
+# node's kube-proxy and the kubectl that the docs test runs the documented
+# commands with (module test/tools), helm (module test/tools/helm),
 # actionlint (module test/tools/actionlint), which lints the CI workflows,
 # and on request cilium-agent and cilium-cni (module test/tools/cilium), the
 # dataplane of the test cluster's cilium mode.
 #
 #   build/tools.sh              build what is not cached yet (all of them) and
 #                               print the control-plane folder on the last line
+#   build/tools.sh demo         build what `make demo` runs (the control plane,
+#                               kube-proxy, helm; not kubectl or actionlint) and
+#                               print the control-plane folder
 #   build/tools.sh helm         build helm only, and print its path
 #   build/tools.sh actionlint   build actionlint only, and print its path
 #   build/tools.sh cilium       build cilium-agent and cilium-cni only (with
@@ -43,7 +47,8 @@
 #
 # A cold build of kube-apiserver takes about 6-10 minutes on 2 cores and
 # about 3 GB of memory; kube-controller-manager, kube-scheduler and
-# kube-proxy about 7 minutes more (they share its build cache); helm about 3
+# kube-proxy about 7 minutes more (they share its build cache), kubectl
+# about 2 minutes more; helm about 3
 # minutes; etcd under a minute.
 set -euo pipefail
 
@@ -72,15 +77,15 @@ case "${1:-}" in
 	echo "$lintdir/actionlint"
 	exit 0
 	;;
-helm | actionlint | cilium) only="$1" ;;
+helm | actionlint | cilium | demo) only="$1" ;;
 "") ;;
 *)
-	echo "usage: $0 [helm|actionlint|cilium|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|cilium|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 	;;
 esac
 if [[ $# -gt 1 ]]; then
-	echo "usage: $0 [helm|actionlint|cilium|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|cilium|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 fi
 
@@ -195,12 +200,14 @@ if [[ "$only" == actionlint ]]; then
 	echo "$lintdir/actionlint"
 	exit 0
 fi
-# The Kubernetes components built from k8s.io/kubernetes, in build order.
-kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+# The Kubernetes components built from k8s.io/kubernetes, in build order;
+# `make demo` runs all but kubectl.
+kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
+[[ "$only" == demo ]] && kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 cached=1
 for b in etcd "${kube[@]}"; do [[ -x "$dir/$b" ]] || cached=""; done
-if [[ -n "$cached" && -x "$helmdir/helm" && -x "$lintdir/actionlint" ]]; then
-	echo "tools: the control plane and kube-proxy are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
+if [[ -n "$cached" && -x "$helmdir/helm" && ( "$only" == demo || -x "$lintdir/actionlint" ) ]]; then
+	echo "tools: the control plane, kube-proxy and kubectl are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
 	echo "$dir"
 	exit 0
 fi
@@ -236,6 +243,6 @@ for b in "${kube[@]}"; do
 	build "$b" "k8s.io/kubernetes/cmd/$b" "$kldflags"
 done
 build_helm
-build_actionlint
+[[ "$only" == demo ]] || build_actionlint
 echo "tools: done in $((SECONDS - total))s" >&2
 echo "$dir"

@@ -280,13 +280,17 @@ func (e *Env) WaitCurlFrom(ctx context.Context, pod, url string) (string, error)
 }
 
 // appVersion is the chart's appVersion.
-func (e *Env) appVersion() string {
+func (e *Env) appVersion() string { return e.chartField("appVersion") }
+
+// chartField returns a top-level string field of Chart.yaml, "dev" when
+// it cannot be read.
+func (e *Env) chartField(name string) string {
 	b, err := os.ReadFile(filepath.Join(e.Chart, "Chart.yaml"))
 	if err != nil {
 		return "dev"
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
 			return strings.Trim(strings.TrimSpace(v), `"'`)
 		}
 	}

@@ -85,6 +85,24 @@ func RequireBinary(t testing.TB, name string) string {
 	return path
 }
 
+// RequireKubectl returns the kubectl that `make tools` builds from
+// k8s.io/kubernetes at the version of the test's control plane, in
+// KUBEBUILDER_ASSETS: the docs' commands run with it, never with whatever
+// kubectl the machine has. Without it the test is skipped, or failed under
+// HAIRPIN_REQUIRE_E2E=1.
+func RequireKubectl(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(EnvAssets)
+	if dir == "" {
+		SkipOrFail(t, "%s is not set; run `make tools` and export %s=$(build/tools.sh --dir)", EnvAssets, EnvAssets)
+	}
+	path := filepath.Join(dir, "kubectl")
+	if err := executable(path); err != nil {
+		SkipOrFail(t, "%s=%s: %v; run `make tools`", EnvAssets, dir, err)
+	}
+	return path
+}
+
 // RequireExecutable returns path when it is an executable file, and otherwise
 // skips the test, or fails it under HAIRPIN_REQUIRE_E2E=1. Use it for system
 // tools such as /usr/sbin/nginx or /usr/bin/dig.
