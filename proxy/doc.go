@@ -19,5 +19,5 @@
 // (internal/rawsock) on one edge-triggered epoll instance and no goroutine
 // per connection. A connection (conn.go, conn_dial.go) dials its upstream
 // and writes the header; its relay (relay.go) moves the bytes of its two
-// directions (dir.go), each a flow with a buffer or a splice pipe (flow.go).
+// directions (direction.go), each a flow with a buffer or a splice pipe (flow.go).
 package proxy

@@ -3,6 +3,23 @@
 // host's controller, so that in-cluster clients reach the controller through
 // the proxy instead of short-circuiting the load balancer that would have
 // added the PROXY header.
+//
+// The package does two jobs; what it decides from the objects (targets,
+// selection, zones, hostnames) is package rules.
+//
+// The DNS handler, in CoreDNS's file conventions: setup.go (the Corefile
+// stanza and the plugin's lifecycle), hairpin.go (ServeDNS), ready.go,
+// metrics.go, log.go, client.go (the API clients) and leases.go (one cache
+// shared by server blocks with equal settings, and kept across a reload).
+//
+// The watch and cache engine, which the handler reads through one atomic
+// pointer: cache.go (a cache's lifecycle and publishing), watch.go,
+// store_watch.go, watch_ingress.go, watch_target.go, watch_gateway.go and
+// route_kinds.go (the informers and their handlers), watch_health.go (each
+// watched kind's sync and failures), ingress.go, gateway_slim.go, object.go
+// and intern.go (the slim objects the informers keep), target.go (the
+// targets and their addresses), claims.go (which owner serves which host)
+// and index.go and table.go (the immutable index queries read).
 package hairpin
 
 import (

@@ -39,7 +39,7 @@ type cluster struct {
 }
 
 // The pod addresses of healthyCluster: the test cluster's range, reached
-// only through harness.PodNetwork.
+// only through harness.PodTunnel.
 const (
 	corednsA = "198.18.0.10"
 	corednsB = "198.18.0.11"
@@ -294,7 +294,7 @@ func fixture(name string) string {
 // carries its pod proxy, and a client that writes the cases' objects.
 type env struct {
 	cp     *harness.ControlPlane
-	pn     *harness.PodNetwork
+	pn     *harness.PodTunnel
 	client client.Client
 }
 
@@ -303,7 +303,7 @@ func newEnv(t *testing.T) *env {
 	if testing.Short() {
 		t.Skip("starts kube-apiserver and etcd")
 	}
-	pn := harness.StartPodNetwork(t)
+	pn := harness.StartPodTunnel(t)
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{
 		GatewayAPI:     harness.GatewayStandard,
 		CRDDirs:        []string{filepath.Join("testdata", "crds")},

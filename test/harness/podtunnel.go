@@ -13,19 +13,21 @@ import (
 	"testing"
 )
 
-// PodNetwork stands in for the pod network that kube-apiserver's proxy
-// subresources (pods/proxy, services/proxy) dial. The apiserver refuses to
-// proxy to a loopback pod IP, so pods get addresses from the test cluster's
-// range (198.18.0.0/15, docs/architecture.md) and the apiserver is started with an egress
+// PodTunnel stands in for the pod network that kube-apiserver's proxy
+// subresources (pods/proxy, services/proxy) dial: a tunnel to loopback
+// listeners, not a network (test/harness/node builds the real one, with
+// veths). The apiserver refuses to proxy to a loopback pod IP, so pods get
+// addresses from the test cluster's range (198.18.0.0/15,
+// docs/architecture.md) and the apiserver is started with an egress
 // selector that sends its "cluster" traffic through an HTTP CONNECT server
 // on a unix socket. That server connects each pod address that a test
 // routed to a loopback listener, and answers 502 for any other: nothing
 // ever dials a pod address.
 //
-//	pn := harness.StartPodNetwork(t)
+//	pn := harness.StartPodTunnel(t)
 //	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{APIServerFlags: pn.APIServerFlags()})
 //	pn.Serve(t, "198.18.0.10:9153", metricsHandler) // then GET pods/NAME:9153/proxy/metrics
-type PodNetwork struct {
+type PodTunnel struct {
 	dir    string
 	socket string
 	ln     net.Listener
@@ -36,10 +38,10 @@ type PodNetwork struct {
 	wg     sync.WaitGroup
 }
 
-// StartPodNetwork starts the CONNECT server and writes the egress selector
+// StartPodTunnel starts the CONNECT server and writes the egress selector
 // configuration; both are removed when t ends. Pass APIServerFlags to the
 // control plane.
-func StartPodNetwork(t testing.TB) *PodNetwork {
+func StartPodTunnel(t testing.TB) *PodTunnel {
 	t.Helper()
 	// A unix socket path must stay under 108 bytes; t.TempDir()'s can
 	// be longer.
@@ -47,7 +49,7 @@ func StartPodNetwork(t testing.TB) *PodNetwork {
 	if err != nil {
 		t.Fatalf("harness: pod network: %v", err)
 	}
-	pn := &PodNetwork{dir: dir, socket: filepath.Join(dir, "connect.sock"), routes: map[string]string{}, conns: map[net.Conn]struct{}{}}
+	pn := &PodTunnel{dir: dir, socket: filepath.Join(dir, "connect.sock"), routes: map[string]string{}, conns: map[net.Conn]struct{}{}}
 	if pn.ln, err = net.Listen("unix", pn.socket); err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("harness: pod network: %v", err)
@@ -74,20 +76,20 @@ egressSelections:
 
 // APIServerFlags are the kube-apiserver flags that send pod traffic
 // through the network (ControlPlaneOptions.APIServerFlags).
-func (pn *PodNetwork) APIServerFlags() map[string][]string {
+func (pn *PodTunnel) APIServerFlags() map[string][]string {
 	return map[string][]string{"egress-selector-config-file": {filepath.Join(pn.dir, "egress.yaml")}}
 }
 
 // Route sends the apiserver's connections for podAddr ("ip:port") to addr,
 // a loopback listener.
-func (pn *PodNetwork) Route(podAddr, addr string) {
+func (pn *PodTunnel) Route(podAddr, addr string) {
 	pn.mu.Lock()
 	defer pn.mu.Unlock()
 	pn.routes[podAddr] = addr
 }
 
 // Unroute makes podAddr unreachable again.
-func (pn *PodNetwork) Unroute(podAddr string) {
+func (pn *PodTunnel) Unroute(podAddr string) {
 	pn.mu.Lock()
 	defer pn.mu.Unlock()
 	delete(pn.routes, podAddr)
@@ -95,7 +97,7 @@ func (pn *PodNetwork) Unroute(podAddr string) {
 
 // Serve answers HTTP for podAddr with h, from a loopback server that is
 // closed when t ends.
-func (pn *PodNetwork) Serve(t testing.TB, podAddr string, h http.Handler) {
+func (pn *PodTunnel) Serve(t testing.TB, podAddr string, h http.Handler) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -105,7 +107,7 @@ func (pn *PodNetwork) Serve(t testing.TB, podAddr string, h http.Handler) {
 	pn.Route(podAddr, srv.Listener.Addr().String())
 }
 
-func (pn *PodNetwork) accept() {
+func (pn *PodTunnel) accept() {
 	for {
 		c, err := pn.ln.Accept()
 		if err != nil {
@@ -125,7 +127,7 @@ func (pn *PodNetwork) accept() {
 
 // tunnel serves one CONNECT: the apiserver writes "CONNECT ip:port" and,
 // after a 200, speaks to the pod over the same connection.
-func (pn *PodNetwork) tunnel(c net.Conn) {
+func (pn *PodTunnel) tunnel(c net.Conn) {
 	defer c.Close()
 	br := bufio.NewReader(c)
 	req, err := http.ReadRequest(br)
@@ -163,7 +165,7 @@ func (pn *PodNetwork) tunnel(c net.Conn) {
 	<-done
 }
 
-func (pn *PodNetwork) close() {
+func (pn *PodTunnel) close() {
 	pn.ln.Close()
 	pn.mu.Lock()
 	for c := range pn.conns {

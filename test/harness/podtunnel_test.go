@@ -14,14 +14,14 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// TestPodNetworkCarriesThePodProxy: kube-apiserver's pods/proxy reaches a
+// TestPodTunnelCarriesThePodProxy: kube-apiserver's pods/proxy reaches a
 // routed pod address through the network, and an unrouted one fails as an
 // unreachable pod does.
-func TestPodNetworkCarriesThePodProxy(t *testing.T) {
+func TestPodTunnelCarriesThePodProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts kube-apiserver and etcd")
 	}
-	pn := harness.StartPodNetwork(t)
+	pn := harness.StartPodTunnel(t)
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{APIServerFlags: pn.APIServerFlags()})
 	ctx := ctxTimeout(t, time.Minute)
 	pods := cp.Clientset.CoreV1().Pods("default")
