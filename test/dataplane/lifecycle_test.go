@@ -128,12 +128,17 @@ func lifecycle(t *testing.T, mode string) {
 	if r.client, err = e.StartSteady(r.hosts...); err != nil {
 		t.Fatal(err)
 	}
+	// Each operation's line, also when one could not finish.
 	defer func() {
-		if r.client.Running() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			_, _ = r.client.Stop(stopCtx)
+		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		end := time.Now()
+		results, err := r.client.Stop(stopCtx)
+		if err != nil {
+			t.Error(err)
 		}
+		r.report(results, end)
+		t.Logf("lifecycle: %s took %s", mode, time.Since(start).Round(time.Second))
 	}()
 
 	r.adoption()
@@ -145,15 +150,6 @@ func lifecycle(t *testing.T, mode string) {
 	r.apiserverOutage(root)
 	r.uninstall()
 
-	stopCtx, stopCancel := context.WithTimeout(ctx, 15*time.Second)
-	defer stopCancel()
-	end := time.Now()
-	results, err := r.client.Stop(stopCtx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.report(results, end)
-	t.Logf("lifecycle: %s took %s", mode, time.Since(start).Round(time.Second))
 }
 
 // begin starts an operation.
@@ -657,21 +653,24 @@ func (tr *terminations) at(pod string) (time.Time, bool) {
 func servingPod(e *dataplane.Env, pods []string) string {
 	client := e.ClientIP().As4()
 	// /proc/net/tcp writes an IPv4 address as the hex of its bytes in host
-	// (little-endian) order.
-	want := fmt.Sprintf("%02X%02X%02X%02X:", client[3], client[2], client[1], client[0])
+	// (little-endian) order; /proc/net/tcp6, where a dual-stack listener's
+	// connections are, writes ::ffff:A.B.C.D with the same last word.
+	want := fmt.Sprintf("%02X%02X%02X%02X", client[3], client[2], client[1], client[0])
 	for _, p := range pods {
 		pid, ok := e.Node.ContainerPID(dataplane.TargetNamespace, p, "hairpin-proxy")
 		if !ok {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			f := strings.Fields(line)
-			if len(f) > 3 && strings.HasPrefix(f[2], want) && f[3] == "01" {
-				return p
+		for _, table := range []string{"tcp", "tcp6"} {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(b), "\n")[1:] {
+				f := strings.Fields(line)
+				if len(f) > 3 && f[3] == "01" && strings.HasSuffix(strings.Split(f[2], ":")[0], want) {
+					return p
+				}
 			}
 		}
 	}
