@@ -137,8 +137,14 @@ func gatewayStory(t *testing.T, mode string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// external-dns publishes the new host at the Gateway's address.
+		// external-dns publishes the new host at the Gateway's address, and
+		// the cluster DNS serves that public answer before the change: the
+		// drop below is then the plugin's alone, not the wait for the public
+		// DNS to reload or for a negative answer cached meanwhile to expire.
 		if err := e.SetPublicName(added, byClass.LBIP); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.WaitResolves(ctx, added, byClass.LBIP); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {

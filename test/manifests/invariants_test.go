@@ -54,6 +54,9 @@ type values struct {
 	RBAC struct {
 		GatewayAPI any `json:"gatewayAPI"`
 	} `json:"rbac"`
+	NetworkPolicy struct {
+		Enabled *bool `json:"enabled"`
+	} `json:"networkPolicy"`
 	Tenant struct {
 		Enabled      bool   `json:"enabled"`
 		DNSServiceIP string `json:"dnsServiceIP"`
@@ -601,6 +604,12 @@ func checkTargets(t *testing.T, r rendered, v values) {
 	}
 
 	np := find[*netv1.NetworkPolicy](r.objs, proxyName)
+	if v.NetworkPolicy.Enabled != nil && !*v.NetworkPolicy.Enabled {
+		if np != nil {
+			t.Error("networkPolicy.enabled is false, yet the proxy NetworkPolicy is rendered")
+		}
+		return
+	}
 	if np == nil {
 		t.Fatal("no proxy NetworkPolicy")
 	}

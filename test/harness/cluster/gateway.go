@@ -8,6 +8,8 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -17,6 +19,8 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 	"sigs.k8s.io/yaml"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // GatewayControllerName is NGINX Gateway Fabric's controllerName: a
@@ -154,5 +158,15 @@ func (gc *GatewayController) Stop() error {
 	if err := envtest.UninstallCRDs(gc.c.CP.Config, envtest.CRDInstallOptions{CRDs: gc.crds}); err != nil {
 		return fmt.Errorf("cluster: remove the NginxProxy CRD: %w", err)
 	}
-	return nil
+	// Gone, not terminating: the next controller installs it afresh.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	crds := gc.dyn.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	return harness.Poll(ctx, func(ctx context.Context) error {
+		_, err := crds.Get(ctx, gc.crds[0].Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("cluster: the NginxProxy CRD is still there (%v)", err)
+	})
 }

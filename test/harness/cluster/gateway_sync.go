@@ -368,7 +368,7 @@ func attachesTo(refs []gw.ParentReference, l gw.Listener) bool {
 // status with Accepted and ResolvedRefs, keeping other controllers'.
 func (gc *GatewayController) routeStatus(ctx context.Context, r *gw.HTTPRoute, gateways []*gw.Gateway) error {
 	updated := r.DeepCopy()
-	var parents []gw.RouteParentStatus
+	parents := []gw.RouteParentStatus{} // required, empty when no parent is ours
 	old := map[string]gw.RouteParentStatus{}
 	for _, ps := range r.Status.Parents {
 		if ps.ControllerName != GatewayControllerName {
