@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -18,12 +19,9 @@ const (
 	EnvBin = "HAIRPIN_BIN"
 )
 
-// Required reports whether missing prerequisites must fail tests rather than
-// skip them (HAIRPIN_REQUIRE_E2E=1, as `make test` sets).
-func Required() bool { return os.Getenv(EnvRequireE2E) == "1" }
-
 // SkipOrFail skips the test with the formatted reason, or fails it when
-// HAIRPIN_REQUIRE_E2E=1.
+// HAIRPIN_REQUIRE_E2E=1 (as `make test` sets): there, a missing
+// prerequisite is an error.
 func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
@@ -31,6 +29,26 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 		t.Fatalf("%s (%s=1, so this is an error)", msg, EnvRequireE2E)
 	}
 	t.Skip(msg)
+}
+
+// Required reports whether a missing prerequisite is an error
+// (HAIRPIN_REQUIRE_E2E=1), for code that has no test to skip, such as a
+// TestMain.
+func Required() bool { return os.Getenv(EnvRequireE2E) == "1" }
+
+// RequireRoot skips the test unless it runs as root with every one of tools
+// on PATH, or fails it under HAIRPIN_REQUIRE_E2E=1. what names the part of
+// the harness or the test that needs them.
+func RequireRoot(t testing.TB, what string, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		SkipOrFail(t, "%s: needs root", what)
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			SkipOrFail(t, "%s: needs %s on PATH", what, tool)
+		}
+	}
 }
 
 // RequireAssets returns the control-plane binary folder from
@@ -95,6 +113,10 @@ func RequireExecutable(t testing.TB, path string) string {
 	}
 	return path
 }
+
+// Executable returns an error saying why path is not an executable file,
+// or nil.
+func Executable(path string) error { return executable(path) }
 
 func executable(path string) error {
 	fi, err := os.Stat(path)

@@ -343,7 +343,7 @@ func TestWaitHelpers(t *testing.T) {
 	})}
 	time.AfterFunc(300*time.Millisecond, func() { srv.ListenAndServe() })
 	t.Cleanup(func() { srv.Shutdown() })
-	if err := harness.WaitDNS(ctx, addr, "example.org.", dns.TypeA); err != nil {
+	if err := harness.Poll(ctx, harness.DNSProbe(addr, "example.org.", dns.TypeA)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -358,15 +358,15 @@ func TestWaitHelpers(t *testing.T) {
 	})}
 	go hs.Serve(hl)
 	t.Cleanup(func() { hs.Close() })
-	if err := harness.WaitHTTP(ctx, "http://"+hl.Addr().String()+"/ready"); err != nil {
+	if err := harness.Poll(ctx, harness.HTTPProbe("http://"+hl.Addr().String()+"/ready")); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.WaitTCP(ctx, hl.Addr().String()); err != nil {
+	if err := harness.Poll(ctx, harness.TCPProbe(hl.Addr().String())); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := harness.WaitHTTP(short, "http://"+hl.Addr().String()+"/missing"); err == nil || !strings.Contains(err.Error(), "404") {
-		t.Fatalf("WaitHTTP on a 404 = %v", err)
+	if err := harness.Poll(short, harness.HTTPProbe("http://"+hl.Addr().String()+"/missing")); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("HTTPProbe on a 404 = %v", err)
 	}
 }

@@ -96,6 +96,11 @@ func TestBadValuesNameTheField(t *testing.T) {
 		{"target selects nothing", []string{defaultZones, `targets.ingress-nginx.ingressClasses=[]`}, "targets.ingress-nginx: selects nothing"},
 		{"gateways without Gateway API RBAC", []string{defaultZones, `targets.ingress-nginx.gatewayClasses=["eg"]`, `rbac.gatewayAPI=false`}, "targets.ingress-nginx: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false"},
 		{"target named like the metrics Service", []string{targets(`"hairpin-proxy-metrics":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, `targets.hairpin-proxy-metrics: "hairpin-proxy-metrics" is the name of the proxy's metrics Service`},
+		{"direct target with the default upstream", []string{defaultZones, `targets.ingress-nginx.direct={"namespace":"gateways","name":"public"}`}, "/targets/ingress-nginx/upstream"},
+		{"direct target with destAddr", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"],"destAddr":"203.0.113.1","direct":{"namespace":"g","name":"s"}}`)}, "/targets/d/destAddr"},
+		{"direct target without a name", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"],"direct":{"namespace":"g"}}`)}, "/targets/d/direct"},
+		{"direct target without zones", []string{targets(`"d":{"gateways":["g/p"],"direct":{"namespace":"g","name":"s"}}`)}, "/targets/d"},
+		{"target with neither upstream nor direct", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"]}`)}, "upstream"},
 		{"tenant without DNS Service IP", []string{defaultZones, `tenant.enabled=true`, `tenant.dnsServiceIP=""`}, "tenant.dnsServiceIP"},
 	}
 	tests = append(tests, struct {

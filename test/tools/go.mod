@@ -1,7 +1,7 @@
 // Module tools builds the control-plane binaries that the integration and
 // end-to-end tests run (kube-apiserver and etcd) from source. It is separate
 // from the main module so that k8s.io/kubernetes and its replace lines never
-// leak into the hairpin build. build/tools.sh builds it; see DESIGN.md,
+// leak into the hairpin build. build/tools.sh builds it; see docs/architecture.md,
 // "Pinned dependencies".
 module github.com/coredns-hairpin/hairpin/test/tools
 

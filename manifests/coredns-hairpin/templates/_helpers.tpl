@@ -57,6 +57,34 @@ into the default target) as a JSON list sorted by name, each entry with its
 {{- toJson $list -}}
 {{- end }}
 
+{{/*
+hairpin.proxiedTargets: the targets that the proxy fronts (hairpin.targets
+without the direct ones), as a JSON list. Use it with fromJsonArray.
+*/}}
+{{- define "hairpin.proxiedTargets" -}}
+{{- $list := list -}}
+{{- range include "hairpin.targets" . | fromJsonArray -}}
+{{- if not .direct -}}
+{{- $list = append $list . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $list -}}
+{{- end }}
+
+{{/*
+hairpin.directNamespaces: the namespaces of the Services that direct
+targets name, sorted and unique, as a JSON list.
+*/}}
+{{- define "hairpin.directNamespaces" -}}
+{{- $list := list -}}
+{{- range include "hairpin.targets" . | fromJsonArray -}}
+{{- with .direct -}}
+{{- $list = append $list .namespace -}}
+{{- end -}}
+{{- end -}}
+{{- toJson ($list | uniq | sortAlpha) -}}
+{{- end }}
+
 {{/* hairpin.gatewayAPI: "true" when the Gateway API rules are granted. */}}
 {{- define "hairpin.gatewayAPI" -}}
 {{- $g := .Values.rbac.gatewayAPI -}}
@@ -110,7 +138,7 @@ every render. Disabled targets are checked too. */ -}}
 {{- end -}}
 {{- $portNames := dict -}}
 {{- $servicePorts := dict -}}
-{{- range $j, $p := $t.upstream.ports -}}
+{{- range $j, $p := dig "upstream" "ports" list $t -}}
 {{- $pw := printf "%s.upstream.ports[%d]" $where $j -}}
 {{- if hasKey $portNames $p.name -}}
 {{- fail (printf "%s.name: %q is already the name of %s" $pw $p.name (get $portNames $p.name)) -}}

@@ -1,35 +1,23 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
-
-// Rootfs is an unpacked image: its files and the config a runtime starts
-// it with (the fields of harness.Rootfs).
-type Rootfs struct {
-	Dir                  string
-	Entrypoint, Cmd, Env []string
-	User                 string
-	WorkingDir           string
-}
-
-// UnpackImage unpacks the linux/ARCH image of an OCI layout into dir,
-// keeping modes, owners and file capabilities. The node package does not
-// import the harness (which may import it); set it to an adapter of
-// harness.UnpackImage before Start. Pods with an OCILayout image fail with
-// ErrImagePull while it is nil.
-var UnpackImage func(layoutDir, arch, dir string) (*Rootfs, error)
 
 // image is an image ready to be the lower layer of container roots.
 type image struct {
 	ref    string
 	id     string // the imageID reported in container statuses
 	host   bool
-	config Rootfs // Dir is the lower layer
+	config rootfs.Rootfs // Dir is the lower layer
 	paths  []string
 }
 
@@ -68,13 +56,10 @@ func (ic *imageCache) get(ref string) (*image, error) {
 			return nil, &errImagePull{fmt.Sprintf("image %q: %v", ref, err)}
 		}
 		img.id = "host://" + ref
-		img.config = Rootfs{Dir: dir, Env: []string{"PATH=" + defaultPath}}
+		img.config = rootfs.Rootfs{Dir: dir, Env: []string{"PATH=" + defaultPath}}
 	} else {
-		if UnpackImage == nil {
-			return nil, &errImagePull{fmt.Sprintf("image %q: node.UnpackImage is not set", ref)}
-		}
 		_ = os.RemoveAll(dir)
-		r, err := UnpackImage(spec.OCILayout, runtime.GOARCH, dir)
+		r, err := rootfs.Unpack(spec.OCILayout, runtime.GOARCH, dir)
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, &errImagePull{fmt.Sprintf("image %q: %v", ref, err)}
@@ -136,6 +121,38 @@ func hostSkeleton(dir string) error {
 		if err := os.Chmod(p, mode); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// AddImage makes ref runnable from now on, as a runtime that has just pulled
+// it: a test that builds an image after the node started (the stock CoreDNS
+// of an adoption) lets Pods name it. An image already known keeps what it
+// was unpacked from.
+func (n *Node) AddImage(ref string, img Image) error {
+	if err := img.validate(); err != nil {
+		return fmt.Errorf("node: AddImage(%q): %w", ref, err)
+	}
+	ic := n.images
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if _, ok := ic.cfg.Images[ref]; ok {
+		return nil
+	}
+	// The map is the caller's Config's: a copy, not a write into it.
+	images := maps.Clone(ic.cfg.Images)
+	if images == nil {
+		images = map[string]Image{}
+	}
+	images[ref] = img
+	ic.cfg.Images = images
+	return nil
+}
+
+// validate checks that img names exactly one source.
+func (img Image) validate() error {
+	if (img.OCILayout == "") == !img.Host {
+		return errors.New("set exactly one of OCILayout and Host")
 	}
 	return nil
 }
