@@ -61,6 +61,12 @@ type values struct {
 		Enabled      bool   `json:"enabled"`
 		DNSServiceIP string `json:"dnsServiceIP"`
 	} `json:"tenant"`
+	ServiceMonitor struct {
+		Enabled bool `json:"enabled"`
+	} `json:"serviceMonitor"`
+	NetworkPolicy struct {
+		MetricsFrom []any `json:"metricsFrom"`
+	} `json:"networkPolicy"`
 }
 
 // target is one entry of the values' targets map.
@@ -629,10 +635,15 @@ func checkTargets(t *testing.T, r rendered, v values) {
 			}
 		}
 	}
+	// The ServiceMonitor's scrape comes from wherever Prometheus runs,
+	// unless metricsFrom names it (issue 34, 7).
+	if v.ServiceMonitor.Enabled && len(v.NetworkPolicy.MetricsFrom) == 0 {
+		wantIngressPorts = append(wantIngressPorts, strconv.Itoa(int(v.Proxy.HealthPort)))
+	}
 	slices.Sort(open)
 	slices.Sort(wantIngressPorts)
 	if !slices.Equal(open, wantIngressPorts) {
-		t.Errorf("NetworkPolicy admits everyone on %v; want exactly the route ports %v", open, wantIngressPorts)
+		t.Errorf("NetworkPolicy admits everyone on %v; want exactly the route ports %v (and the health port with the ServiceMonitor on and no metricsFrom)", open, wantIngressPorts)
 	}
 	gotEgress := map[string]string{}
 	dns := 0
