@@ -55,7 +55,8 @@ type values struct {
 		GatewayAPI any `json:"gatewayAPI"`
 	} `json:"rbac"`
 	NetworkPolicy struct {
-		Enabled *bool `json:"enabled"`
+		Enabled     *bool `json:"enabled"`
+		MetricsFrom []any `json:"metricsFrom"`
 	} `json:"networkPolicy"`
 	Tenant struct {
 		Enabled      bool   `json:"enabled"`
@@ -64,9 +65,6 @@ type values struct {
 	ServiceMonitor struct {
 		Enabled bool `json:"enabled"`
 	} `json:"serviceMonitor"`
-	NetworkPolicy struct {
-		MetricsFrom []any `json:"metricsFrom"`
-	} `json:"networkPolicy"`
 }
 
 // target is one entry of the values' targets map.
