@@ -37,8 +37,12 @@ type hostCache struct {
 	kinds   []*kindWatch // the kinds watched, for readiness and metrics
 	watches watches
 	gateway gatewayWatches
-	stopCh  chan struct{}
-	wg      sync.WaitGroup
+	// The Service watches of the namespaces that direct targets name, and
+	// the direct targets whose Service was found missing (logged once).
+	direct        map[string]*directWatch
+	directMissing map[string]bool
+	stopCh        chan struct{}
+	wg            sync.WaitGroup
 }
 
 func newHostCache(c *clients, s settings) *hostCache {
@@ -51,9 +55,12 @@ func newHostCache(c *clients, s settings) *hostCache {
 		named:    map[ownerRef]*owner{},
 		targets:  targets{},
 		byClass:  map[string]selection{},
-		kick:     make(chan struct{}, 1),
-		openCh:   make(chan struct{}),
-		stopCh:   make(chan struct{}),
+
+		direct:        map[string]*directWatch{},
+		directMissing: map[string]bool{},
+		kick:          make(chan struct{}, 1),
+		openCh:        make(chan struct{}),
+		stopCh:        make(chan struct{}),
 	}
 	if t := explicitTarget(s); t != nil {
 		hc.targets[t.Name] = t
@@ -67,6 +74,7 @@ func newHostCache(c *clients, s settings) *hostCache {
 // gate opens the cache when every required kind has synced, or at
 // startup_timeout.
 func (hc *hostCache) start() error {
+	hc.clients.reportRetries(hc.onRetry)
 	if err := hc.watchIngresses(); err != nil {
 		return err
 	}
@@ -304,9 +312,16 @@ func (hc *hostCache) stop() {
 	}
 	hc.mu.Lock()
 	factories := hc.gateway.factories
+	var direct []*directWatch
+	for _, w := range hc.direct {
+		direct = append(direct, w)
+	}
 	hc.mu.Unlock()
 	for _, f := range factories {
 		f.Shutdown()
+	}
+	for _, w := range direct {
+		w.factory.Shutdown()
 	}
 	deleteCacheMetrics(hc.id)
 }

@@ -59,7 +59,12 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		return nil, err
 	}
 	return func() (*clients, error) {
-		kube, err := kubernetes.NewForConfig(cfg)
+		// Lists and watches retry a refusal or an unreachable apiserver
+		// themselves (retryTransport); discovery, below, does not.
+		retry := newRetries()
+		watchCfg := rest.CopyConfig(cfg)
+		watchCfg.Wrap(retry.wrap)
+		kube, err := kubernetes.NewForConfig(watchCfg)
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
@@ -67,7 +72,9 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		jsonCfg := rest.CopyConfig(cfg)
 		jsonCfg.ContentType = "application/json"
 		jsonCfg.AcceptContentTypes = "application/json"
-		gateway, err := gwclient.NewForConfig(jsonCfg)
+		gatewayCfg := rest.CopyConfig(jsonCfg)
+		gatewayCfg.Wrap(retry.wrap)
+		gateway, err := gwclient.NewForConfig(gatewayCfg)
 		if err != nil {
 			return nil, fmt.Errorf("gateway API client: %w", err)
 		}
@@ -80,7 +87,7 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		if err != nil {
 			return nil, fmt.Errorf("discovery client: %w", err)
 		}
-		return &clients{kube: kube, gateway: gateway, discovery: disco}, nil
+		return &clients{kube: kube, gateway: gateway, discovery: disco, retry: retry}, nil
 	}, nil
 }
 
@@ -92,6 +99,23 @@ type clients struct {
 	kube      kubernetes.Interface
 	gateway   gwclient.Interface
 	discovery resourceDiscoverer
+	// retry is what the lists and watches of kube and gateway retry with;
+	// nil for fake clients.
+	retry *retries
+}
+
+// reportRetries sends the failures the retry transport retries to report.
+func (c *clients) reportRetries(report func(resource string, err error)) {
+	if c != nil && c.retry != nil {
+		c.retry.setReport(report)
+	}
+}
+
+// wakeRetries makes every waiting retry try again now.
+func (c *clients) wakeRetries() {
+	if c != nil && c.retry != nil {
+		c.retry.wake()
+	}
 }
 
 // resourceDiscoverer is the part of discovery that finds which Gateway API

@@ -46,6 +46,7 @@ func TestIntegration(t *testing.T) {
 	it.run("GatewayRoutesAttachAndReparent", it.gatewayRoutes)
 	it.run("APIServerDownServesLastKnownThenCatchesUp", it.apiserverRestart)
 	it.run("TargetsAppearChangeAndGoLive", it.targetsLive)
+	it.run("DirectTargetsFollowTheirNamedService", it.directTargets)
 	it.run("GatewayRBACMissingIngressHostsStillServed", it.gatewayForbidden)
 	it.run("NotReadyUntilSyncOrStartupTimeout", it.notReadyBeforeSync)
 }

@@ -89,12 +89,23 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 		t = newTarget(*rt)
 		hc.targets[t.Name] = t
 		hc.logSelection(t)
+		// A chart creates CoreDNS's RBAC just before its targets: a
+		// list refused until now is likely allowed.
+		hc.clients.wakeRetries()
 		hc.targetsChangedLocked()
 	case !t.Same(rt):
 		t.Target = *rt
 		hc.logSelection(t)
 		hc.targetsChangedLocked()
+		hc.pruneDirectLocked()
 	}
+	if t.Spec.Direct != "" {
+		// Answered with the named Service's addresses; its own Service only
+		// carries the annotations.
+		hc.directLocked(t)
+		return
+	}
+	delete(hc.directMissing, t.Name)
 	hc.storeAddrs(t, svc.addrs)
 }
 
@@ -111,6 +122,8 @@ func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
 	}
 	t.store(noAddrs)
 	delete(hc.targets, t.Name)
+	delete(hc.directMissing, t.Name)
+	hc.pruneDirectLocked()
 	deleteTargetMetrics(hc.id, t.Name)
 	log.Infof("target %s removed; its hosts pass through", t.Name)
 	hc.targetsChangedLocked()
@@ -145,5 +158,9 @@ func (hc *hostCache) logSelection(t *target) {
 		return
 	}
 	s := t.Spec
+	if s.Direct != "" {
+		log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v, answered with Service %s (direct)", t.Name, s.Zones, s.IngressClasses, s.GatewayClasses, s.Gateways, s.Direct)
+		return
+	}
 	log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v", t.Name, s.Zones, s.IngressClasses, s.GatewayClasses, s.Gateways)
 }

@@ -16,7 +16,7 @@ func checkControllers(f *Facts) []Check {
 	var out []Check
 	for _, c := range f.Controllers {
 		out = append(out, controllerFound(c))
-		verdict := judgeLBs(c.LBs)
+		verdict := judgeLBs(f.Dataplane, c.LBs)
 		for _, class := range c.IngressClasses {
 			out = append(out, ingressClassTarget(f, c, class, verdict))
 		}

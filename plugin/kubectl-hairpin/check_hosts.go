@@ -163,9 +163,9 @@ func hostsUnselected(f *Facts) []Check {
 			upstream = ctrl.Upstream
 		}
 		switch off := disabledFor(f, u.class, u.gateway); {
-		case ctrl != nil && !judgeLBs(ctrl.LBs).needed:
+		case ctrl != nil && !judgeLBs(f.Dataplane, ctrl.LBs).needed:
 			c.Status = OK
-			c.Message = fmt.Sprintf("%s of %s %s hosts that no target selects, and need none: %s", plural(len(u.objects), "object", "objects"), u, verb(len(u.objects), "names", "name"), judgeLBs(ctrl.LBs).why)
+			c.Message = fmt.Sprintf("%s of %s %s hosts that no target selects, and need none: %s", plural(len(u.objects), "object", "objects"), u, verb(len(u.objects), "names", "name"), judgeLBs(f.Dataplane, ctrl.LBs).why)
 		case len(off) > 0:
 			c = c.hint("%s would select them but %s disabled: fix it (see its target-zones and target-annotations lines)", listed(off), verb(len(off), "is", "are"))
 		case ctrl != nil:

@@ -28,7 +28,7 @@ func checkTargets(f *Facts) []Check {
 		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, rules.TargetLabel)
 		needing := 0
 		for _, ctrl := range f.Controllers {
-			if judgeLBs(ctrl.LBs).needed {
+			if judgeLBs(f.Dataplane, ctrl.LBs).needed {
 				needing++
 			}
 		}
@@ -44,13 +44,17 @@ func checkTargets(f *Facts) []Check {
 	}
 	out := []Check{newCheck(idTargetsFound, OK, "%s in %s: %s", plural(len(f.Targets), "target", "targets"), ns, strings.Join(names, ", "))}
 	for _, t := range f.Targets {
+		if t.Direct != "" {
+			out = append(out, directTarget(f, t)...)
+			continue
+		}
 		out = append(out, targetAnnotations(t), targetZones(f, t), targetAddress(t))
 		if t.EndpointsRead {
 			out = append(out, targetEndpoints(f, t))
 			out = append(out, proxyUpstreams(f, t)...)
 		}
 	}
-	return out
+	return append(out, directRequiresProxy(f)...)
 }
 
 func targetName(t TargetFacts) string { return t.Service.Namespace + "/" + t.Service.Name }

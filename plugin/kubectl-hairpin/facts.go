@@ -39,6 +39,12 @@ type Facts struct {
 
 	// NodeLocalDNS are the node-local-dns DaemonSets.
 	NodeLocalDNS []NodeLocalDNS
+
+	// Dataplane is what short-circuits the load balancers' addresses.
+	Dataplane Dataplane
+
+	// hints is the report's plan of the targets its hints add.
+	hints *hintPlan
 }
 
 // Options says where to look.
@@ -98,6 +104,16 @@ type TargetFacts struct {
 	EndpointsRead bool
 	// Proxies are the ready proxy pods behind it, with their metrics.
 	Proxies []PodFacts
+
+	// Direct is the namespace/name of its direct-service annotation: a
+	// direct target answers with that Service's ClusterIPs, no proxy in
+	// between. DirectErr says why the annotation does not parse.
+	Direct    string
+	DirectErr error
+	// DirectService is the Service named; nil when it does not exist or
+	// could not be read (DirectRead false).
+	DirectService *core.Service
+	DirectRead    bool
 }
 
 // Controller is one ingress controller or Gateway data plane that requires
@@ -114,7 +130,8 @@ type Controller struct {
 	// IngressClasses and Gateways are what it serves.
 	IngressClasses []string
 	Gateways       []GatewayRef
-	// LBs are its LoadBalancer Services.
+	// LBs are its Services that outside clients reach at an address the
+	// dataplane knows: LoadBalancer Services, and any with externalIPs.
 	LBs []*core.Service
 	// Upstream is the Service a target's proxy should relay to; nil when
 	// none was found.

@@ -37,7 +37,9 @@ func Gather(ctx context.Context, c Clients, opts Options) (*Facts, error) {
 	steps := []func(context.Context) error{
 		g.discover,
 		g.listObjects,
+		g.gatherDataplane,
 		g.gatherTargets,
+		g.gatherDirect,
 		g.gatherCoreDNS,
 		g.gatherIngressNginx,
 		g.gatherGatewayControllers,

@@ -112,7 +112,7 @@ func TestJudgeLBs(t *testing.T) {
 		{"OneOfTwoShortCircuited", []*core.Service{lb(core.LoadBalancerIngress{IP: "203.0.113.1", IPMode: &proxy}), lb(core.LoadBalancerIngress{IP: "203.0.113.2"})}, true, false},
 		{"Pending", []*core.Service{lb()}, true, true},
 	} {
-		v := judgeLBs(tc.lbs)
+		v := judgeLBs(Dataplane{}, tc.lbs)
 		if v.needed != tc.needed || v.pending != tc.pending || v.why == "" {
 			t.Errorf("%s: %+v; want needed %v pending %v, with a reason", tc.name, v, tc.needed, tc.pending)
 		}

@@ -113,6 +113,8 @@ type Results struct {
 	ProxyExtra  map[string]any `json:"proxy_extra"`
 	Scale       ScaleResults   `json:"scale"`
 	ScaleExtra  map[string]any `json:"scale_extra"`
+	// Soak is `make soak`'s (soak_test.go); every bench run keeps it.
+	Soak *SoakResults `json:"soak,omitempty"`
 }
 
 type DNSResults struct {
@@ -218,6 +220,7 @@ func TestBench(t *testing.T) {
 	if cfg.quick {
 		res.Command = "BENCH_QUICK=1 " + Command
 	}
+	res.Soak = previousSoak()
 	kept := only != nil && !cfg.quick && keepPrevious(t, res)
 	t.Logf("bench: %s, quick=%v, reps=%d, objects=%d", res.Machine, cfg.quick, cfg.reps, cfg.objects)
 

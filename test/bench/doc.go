@@ -11,6 +11,10 @@
 // changes per second beside a bare client-go informer).
 // BENCH_ONLY=scale (or proxy, kube, order) runs only those phases.
 //
+// `make soak SOAK=30m` (TestSoak, HAIRPIN_SOAK=30m) is the long run of the
+// lifecycle test's steady client on the real nftables dataplane under steady
+// churn; it writes results.json's soak, which a bench run keeps.
+//
 // These are benchmarks, not timed tests: they fail only when something is
 // broken (errors or wrong answers), never on a number. Results go to
 // results.json and results.md in this folder. BENCH_QUICK=1 runs a smoke

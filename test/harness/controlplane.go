@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -84,6 +85,10 @@ type ControlPlane struct {
 	ServiceAccountKeyFile string
 
 	forwarders []*netns.Forwarder
+	// ns and apiserverBin are the namespace kube-apiserver runs in and the
+	// binary its wrapper execs, in ControlPlaneOptions.Netns mode.
+	ns           *netns.NS
+	apiserverBin string
 
 	ownDir  bool
 	logs    []*os.File
@@ -280,7 +285,11 @@ const APIServerStopGrace = time.Second
 func (cp *ControlPlane) StopAPIServer() error {
 	s := cp.Env.ControlPlane.APIServer
 	// envtest keeps the process to itself; find it by its unique --cert-dir.
-	pid, err := findProcess(s.Path, "--cert-dir="+s.CertDir)
+	path := s.Path
+	if cp.apiserverBin != "" {
+		path = cp.apiserverBin // the wrapper has exec'd it
+	}
+	pid, err := findProcess(path, "--cert-dir="+s.CertDir)
 	if err != nil {
 		return fmt.Errorf("stop kube-apiserver: %w", err)
 	}
@@ -301,7 +310,20 @@ func (cp *ControlPlane) StopAPIServer() error {
 	if err := s.Stop(); err != nil {
 		return fmt.Errorf("stop kube-apiserver: %w", err)
 	}
-	if err := Poll(ctx, TCPClosedProbe(cp.Host())); err != nil {
+	closed := TCPClosedProbe(cp.Host())
+	if cp.ns != nil {
+		// The forwarder on the host keeps accepting; the port that
+		// refuses is the apiserver's own, in its namespace.
+		closed = func(ctx context.Context) error {
+			c, err := cp.ns.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", s.SecureServing.Port))
+			if err != nil {
+				return nil
+			}
+			c.Close()
+			return fmt.Errorf("kube-apiserver still accepts connections in %s", cp.ns.Name)
+		}
+	}
+	if err := Poll(ctx, closed); err != nil {
 		return fmt.Errorf("stop kube-apiserver: %w", err)
 	}
 	return nil

@@ -47,6 +47,7 @@ func (cp *ControlPlane) inNamespace(ns *netns.NS, assets string, apiserver *envt
 	// Explicit paths: envtest prefers $KUBEBUILDER_ASSETS to its assets
 	// folder.
 	apiserver.Path = filepath.Join(wrappers, "kube-apiserver")
+	cp.ns, cp.apiserverBin = ns, filepath.Join(assets, "kube-apiserver")
 	etcd.Path = filepath.Join(wrappers, "etcd")
 	apiserver.SecureServing.Address = "127.0.0.1"
 	apiserver.SecureServing.Port = strconv.Itoa(apiPort)

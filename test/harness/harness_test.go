@@ -63,7 +63,7 @@ func TestControlPlane(t *testing.T) {
 	})
 
 	t.Run("KubectlVersion", func(t *testing.T) {
-		kubectl := harness.RequireExecutable(t, "/usr/bin/kubectl")
+		kubectl := harness.RequireKubectl(t)
 		// stdout only: kubectl warns about version skew on stderr.
 		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cp.Kubeconfig, "version", "-o", "json").Output()
 		if err != nil {
@@ -166,7 +166,7 @@ func TestControlPlane(t *testing.T) {
 		}
 		t.Logf("informer caught up %s after the restart", time.Since(start).Round(time.Millisecond))
 		// kubectl keeps working with the same kubeconfig file.
-		if out, err := exec.CommandContext(ctx, "/usr/bin/kubectl", "--kubeconfig", cp.Kubeconfig, "get", "configmap", "after", "-o", "name").CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, harness.RequireKubectl(t), "--kubeconfig", cp.Kubeconfig, "get", "configmap", "after", "-o", "name").CombinedOutput(); err != nil {
 			t.Fatalf("kubectl after restart: %v\n%s", err, out)
 		}
 	})

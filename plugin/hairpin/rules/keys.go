@@ -13,11 +13,15 @@ const (
 	GatewayClassesAnnotation = "hairpin.coredns-hairpin.io/gateway-classes"
 	// GatewaysAnnotation lists the Gateways (namespace/name) a target fronts.
 	GatewaysAnnotation = "hairpin.coredns-hairpin.io/gateways"
+	// DirectServiceAnnotation makes a target direct: it names the Service
+	// (namespace/name) whose ClusterIPs answer the target's hosts, with no
+	// proxy in between.
+	DirectServiceAnnotation = "hairpin.coredns-hairpin.io/direct-service"
 )
 
 // targetAnnotations are the annotations ParseTargetSpec reads. A key added
 // to the spec is added here, so that the plugin's informer keeps it.
-var targetAnnotations = [...]string{ZonesAnnotation, IngressClassesAnnotation, GatewayClassesAnnotation, GatewaysAnnotation}
+var targetAnnotations = [...]string{ZonesAnnotation, IngressClassesAnnotation, GatewayClassesAnnotation, GatewaysAnnotation, DirectServiceAnnotation}
 
 // TargetAnnotations returns the annotations of ann that ParseTargetSpec
 // reads, or nil when there are none: what an informer needs to keep of a

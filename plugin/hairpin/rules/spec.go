@@ -17,6 +17,9 @@ type TargetSpec struct {
 	IngressClasses []string // "*" for every class
 	GatewayClasses []string // "*" for every class
 	Gateways       []string // "namespace/name"
+	// Direct is the Service ("namespace/name") whose ClusterIPs a direct
+	// target answers with; "" for a target that is answered with its own.
+	Direct string
 }
 
 // ErrNoZones is the error of a target whose zones annotation is missing or
@@ -42,6 +45,12 @@ func ParseTargetSpec(ann map[string]string) (TargetSpec, error) {
 	if s.Gateways, err = parseNameList(GatewaysAnnotation, ann[GatewaysAnnotation], isNamespacedName); err != nil {
 		return s, err
 	}
+	if d := strings.TrimSpace(ann[DirectServiceAnnotation]); d != "" {
+		if errs := isNamespacedName(d); len(errs) > 0 {
+			return s, fmt.Errorf("annotation %s: %q: %s", DirectServiceAnnotation, d, errs[0])
+		}
+		s.Direct = d
+	}
 	if len(s.Zones) == 0 {
 		return s, ErrNoZones
 	}
@@ -51,7 +60,8 @@ func ParseTargetSpec(ann map[string]string) (TargetSpec, error) {
 // Equal reports whether s and o select the same.
 func (s TargetSpec) Equal(o TargetSpec) bool {
 	return slices.Equal(s.Zones, o.Zones) && slices.Equal(s.IngressClasses, o.IngressClasses) &&
-		slices.Equal(s.GatewayClasses, o.GatewayClasses) && slices.Equal(s.Gateways, o.Gateways)
+		slices.Equal(s.GatewayClasses, o.GatewayClasses) && slices.Equal(s.Gateways, o.Gateways) &&
+		s.Direct == o.Direct
 }
 
 // SelectsGateways reports whether the spec fronts any Gateway, so that the

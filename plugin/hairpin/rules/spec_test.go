@@ -27,6 +27,11 @@ func TestTargetAnnotationsParse(t *testing.T) {
 		{"empty item", map[string]string{ZonesAnnotation: "example.com,,example.org"}, TargetSpec{}, "empty item 2"},
 		{"bad class", map[string]string{ZonesAnnotation: "example.com", IngressClassesAnnotation: "Bad_Class"}, TargetSpec{}, `"Bad_Class"`},
 		{"gateway without namespace", map[string]string{ZonesAnnotation: "example.com", GatewaysAnnotation: "public"}, TargetSpec{}, "want namespace/name"},
+		{"direct service, whitespace ignored", map[string]string{ZonesAnnotation: "example.net", GatewaysAnnotation: "gateways/public", DirectServiceAnnotation: " gateways/cilium-gateway-public "},
+			TargetSpec{Zones: []string{"example.net."}, Gateways: []string{"gateways/public"}, Direct: "gateways/cilium-gateway-public"}, ""},
+		{"direct service without namespace", map[string]string{ZonesAnnotation: "example.net", DirectServiceAnnotation: "public"}, TargetSpec{}, DirectServiceAnnotation + `: "public": want namespace/name`},
+		{"two direct services", map[string]string{ZonesAnnotation: "example.net", DirectServiceAnnotation: "a/b,c/d"}, TargetSpec{}, DirectServiceAnnotation},
+		{"direct without zones disables", map[string]string{DirectServiceAnnotation: "gateways/public"}, TargetSpec{}, "missing or empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

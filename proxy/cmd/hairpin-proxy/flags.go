@@ -120,6 +120,15 @@ func (v intValue) Set(s string) error {
 	return nil
 }
 
+// removedFlag is a flag that earlier builds had. Giving it fails with its
+// text, which says what to do, rather than with "flag provided but not
+// defined"; it is in no usage text.
+type removedFlag string
+
+func (r removedFlag) String() string   { return "" }
+func (r removedFlag) Set(string) error { return errors.New(string(r)) }
+func (r removedFlag) IsBoolFlag() bool { return true }
+
 type flagDoc struct {
 	name, arg, usage string
 	noEnv            bool
@@ -143,6 +152,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.Var(choiceValue{&o.LogFormat, []string{"text", "json"}}, "log-format", "")
 	fs.Var(choiceValue{&o.LogLevel, []string{"debug", "info", "warn", "error"}}, "log-level", "")
 	fs.BoolVar(&o.Version, "version", false, "")
+	fs.Var(removedFlag("--kernel-relay was removed (the in-kernel relay of pre-release builds): delete it from the proxy's arguments (chart: proxy.extraArgs)"), "kernel-relay", "")
 	return fs
 }
 

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -119,6 +121,38 @@ func hostSkeleton(dir string) error {
 		if err := os.Chmod(p, mode); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// AddImage makes ref runnable from now on, as a runtime that has just pulled
+// it: a test that builds an image after the node started (the stock CoreDNS
+// of an adoption) lets Pods name it. An image already known keeps what it
+// was unpacked from.
+func (n *Node) AddImage(ref string, img Image) error {
+	if err := img.validate(); err != nil {
+		return fmt.Errorf("node: AddImage(%q): %w", ref, err)
+	}
+	ic := n.images
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if _, ok := ic.cfg.Images[ref]; ok {
+		return nil
+	}
+	// The map is the caller's Config's: a copy, not a write into it.
+	images := maps.Clone(ic.cfg.Images)
+	if images == nil {
+		images = map[string]Image{}
+	}
+	images[ref] = img
+	ic.cfg.Images = images
+	return nil
+}
+
+// validate checks that img names exactly one source.
+func (img Image) validate() error {
+	if (img.OCILayout == "") == !img.Host {
+		return errors.New("set exactly one of OCILayout and Host")
 	}
 	return nil
 }

@@ -1,0 +1,679 @@
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/coredns-hairpin/hairpin/test/dataplane"
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
+	"github.com/coredns-hairpin/hairpin/test/harness/steady"
+)
+
+// lifecycleModes are the dataplane modes the lifecycle test runs in.
+var lifecycleModes = []string{"nftables"}
+
+// TestLifecycleLosesNoRequest counts what a client sees through the moments
+// between steady states: the adoption of our CoreDNS image, the install,
+// rollouts of the proxy and of kube-dns, a change of targets, a proxy crash,
+// an apiserver outage and the uninstall. A steady client asks for and
+// requests the controllers' hosts from the client Pod the whole time; each
+// operation prints `lifecycle: OP requests=N failed=M window_ms=W` and fails
+// the test when it misses its goal.
+func TestLifecycleLosesNoRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: a whole cluster")
+	}
+	for _, mode := range lifecycleModes {
+		t.Run(mode, func(t *testing.T) { lifecycle(t, mode) })
+	}
+}
+
+// Goals of the issue.
+const (
+	answerWithin     = time.Second      // install and uninstall: every replica's answer flips
+	crashRecovery    = 2 * time.Second  // new requests succeed again after a crash
+	crashWindow      = 30 * time.Second // the crash's failures are counted over this
+	crashMaxFailed   = 3                // ... at most this many, or
+	crashMaxShare    = 0.02             // ... this share of that window's requests
+	outage           = 30 * time.Second
+	changeAfterOwner = 5 * time.Second // an Ingress written after the outage is answered within
+	bulkSize         = 64 << 20
+	// bulkRate keeps the download going (64 s at most) until every old
+	// proxy Pod of the rollout is terminating; then it is hurried, to end
+	// within the lame duck plus drain (5 s + 25 s) of the first.
+	bulkRate  = 1 << 20
+	lameDuck  = 5 * time.Second  // the chart's proxy.lameduck
+	lameDrain = 30 * time.Second // plus proxy.drainTimeout
+	settle    = 3 * time.Second  // after each operation, before the next
+)
+
+// opLog is one operation: when it began, which results count for it and
+// which of those failed, and goals missed that the tally cannot show.
+type opLog struct {
+	name   string
+	from   time.Time
+	judge  steady.Judge
+	missed []string
+	// allowed is how many failures the goal allows, given the tally.
+	allowed func(steady.Tally, []steady.Result) int
+}
+
+type lifecycleRun struct {
+	t      *testing.T
+	e      *dataplane.Env
+	ctx    context.Context
+	client *steady.Client
+	hosts  []string
+	public map[string]string // host: the controller's LoadBalancer IP
+	target map[string]string // host: its target's ClusterIP, once installed
+	ops    []*opLog
+}
+
+func lifecycle(t *testing.T, mode string) {
+	e := dataplane.Shared(t, mode)
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	start := time.Now()
+	root, tenant := dataplane.Controllers[0], dataplane.Controllers[1]
+	r := &lifecycleRun{t: t, e: e, ctx: ctx, hosts: []string{root.Hosts[0], tenant.Hosts[0]},
+		public: map[string]string{}, target: map[string]string{}}
+	for _, ic := range dataplane.Controllers {
+		r.public[ic.Hosts[0]] = ic.LBIP.String()
+	}
+
+	// The cluster is shared: kube-dns goes back to stock CoreDNS here, and
+	// is left on our image, whatever happens.
+	if err := e.UseStockCoreDNS(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if img, err := e.CoreDNSImageNow(ctx); err == nil && img == e.CoreDNSImage() {
+			return
+		}
+		if err := e.SetCoreDNSImage(ctx, e.CoreDNSImage()); err != nil {
+			t.Errorf("leave kube-dns on our image: %v", err)
+		}
+	})
+	if err := e.SetCoreDNSImage(ctx, dataplane.StockCoreDNSImage()); err != nil {
+		t.Fatalf("kube-dns on stock CoreDNS: %v", err)
+	}
+	for _, h := range r.hosts {
+		if err := e.WaitResolves(ctx, h, netip.MustParseAddr(r.public[h])); err != nil {
+			t.Fatalf("stock CoreDNS: %v", err)
+		}
+	}
+	bulkSum, err := e.BulkFile(ctx, root, "64m", bulkSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if r.client, err = e.StartSteady(r.hosts...); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if r.client.Running() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			_, _ = r.client.Stop(stopCtx)
+		}
+	}()
+
+	r.adoption()
+	r.install()
+	r.proxyRollout(root.Hosts[0], bulkSum)
+	r.targetChange(root.Hosts[0], tenant.Hosts[0])
+	r.coreDNSRollout()
+	r.proxyCrash()
+	r.apiserverOutage(root)
+	r.uninstall()
+
+	stopCtx, stopCancel := context.WithTimeout(ctx, 15*time.Second)
+	defer stopCancel()
+	end := time.Now()
+	results, err := r.client.Stop(stopCtx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.report(results, end)
+	t.Logf("lifecycle: %s took %s", mode, time.Since(start).Round(time.Second))
+}
+
+// begin starts an operation.
+func (r *lifecycleRun) begin(name string, judge steady.Judge) *opLog {
+	op := &opLog{name: name, from: time.Now(), judge: judge}
+	r.ops = append(r.ops, op)
+	return op
+}
+
+// must fails the test at once: the story cannot go on.
+func (r *lifecycleRun) must(err error, what string) {
+	r.t.Helper()
+	if err != nil {
+		r.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// dnsWant is a judge of DNS results only, against want(host).
+func dnsWant(want func(r steady.Result) (string, bool)) steady.Judge {
+	return func(res steady.Result) (bool, bool) {
+		if res.Kind != steady.KindDNS {
+			return false, false
+		}
+		w, counts := want(res)
+		return counts, !steady.Answered(res, w)
+	}
+}
+
+// servedJudge counts DNS (want: the host's target) and HTTP for hosts.
+func (r *lifecycleRun) servedJudge(hosts ...string) steady.Judge {
+	target := maps.Clone(r.target)
+	only := map[string]bool{}
+	for _, h := range hosts {
+		only[h] = true
+	}
+	return func(res steady.Result) (bool, bool) {
+		if len(only) > 0 && !only[res.Host] {
+			return false, false
+		}
+		if res.Kind == steady.KindDNS {
+			return true, !steady.Answered(res, target[res.Host])
+		}
+		return true, res.Fail != ""
+	}
+}
+
+// adoption: kube-dns goes from stock CoreDNS to our image as the docs say,
+// with `kubectl set image`. No query fails, and every answer stays public:
+// no chart, no target.
+func (r *lifecycleRun) adoption() {
+	public := maps.Clone(r.public)
+	r.begin("adoption", dnsWant(func(res steady.Result) (string, bool) { return public[res.Host], true }))
+	r.must(r.e.SetCoreDNSImage(r.ctx, r.e.CoreDNSImage()), "kubectl set image to our CoreDNS")
+	time.Sleep(settle)
+}
+
+// install: helm install. Every replica answers the hairpin address within
+// 1 s of the ADDED event of CoreDNS's ClusterRoleBinding, and no request
+// fails once the proxy's endpoints are ready.
+func (r *lifecycleRun) install() {
+	cs := r.e.CP.Clientset
+	crb := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
+		return cs.RbacV1().ClusterRoleBindings().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=hairpin-coredns"})
+	}, func(ev watch.Event) bool { return ev.Type == watch.Added })
+	ready := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
+		return cs.DiscoveryV1().EndpointSlices(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
+	}, allTargetsReady(dataplane.DefaultTargets()))
+	op := r.begin("install", nil)
+	out, err := r.e.Install(r.ctx, r.t)
+	r.must(err, "helm install: "+out)
+	for _, ic := range dataplane.Controllers {
+		ip, err := r.e.TargetIP(r.ctx, ic)
+		r.must(err, "target IP")
+		r.target[ic.Hosts[0]] = ip.String()
+	}
+	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
+	// The endpoints are ready for a client once kube-proxy has written
+	// them: its first sync that ends after they became ready.
+	var syncedAt time.Time
+	r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
+		at, err := r.e.KubeProxySyncedAt(ctx)
+		if err != nil {
+			return err
+		}
+		if !at.After(readyAt) {
+			return fmt.Errorf("kube-proxy last synced %s before the endpoints were ready", readyAt.Sub(at))
+		}
+		syncedAt = at
+		return nil
+	}), "kube-proxy's sync of the targets' endpoints")
+	r.t.Logf("install: after the install began, the ClusterRoleBinding was ADDED at %s, every target had a ready endpoint at %s, kube-proxy had it at %s",
+		crbAt.Sub(op.from).Round(time.Millisecond), readyAt.Sub(op.from).Round(time.Millisecond), syncedAt.Sub(op.from).Round(time.Millisecond))
+	public, target := maps.Clone(r.public), maps.Clone(r.target)
+	op.judge = func(res steady.Result) (bool, bool) {
+		if res.Kind == steady.KindDNS {
+			if res.At.Before(crbAt.Add(answerWithin)) {
+				return true, !steady.Answered(res, public[res.Host]) && !steady.Answered(res, target[res.Host])
+			}
+			return true, !steady.Answered(res, target[res.Host])
+		}
+		return !res.At.Before(syncedAt), res.Fail != ""
+	}
+	r.waitServed()
+}
+
+// waitServed waits until every host resolves to its target at every
+// replica, and a request through it succeeds, then lets the client settle.
+func (r *lifecycleRun) waitServed() {
+	for _, h := range r.hosts {
+		r.must(r.e.WaitResolves(r.ctx, h, netip.MustParseAddr(r.target[h])), "resolve "+h)
+		_, err := r.e.WaitCurl(r.ctx, "http://"+h+"/")
+		r.must(err, "curl "+h)
+	}
+	time.Sleep(settle)
+}
+
+// proxyRollout: a helm upgrade that changes the proxy's pod template. No
+// request fails, and a 64 MiB download started just before completes
+// byte-exact after the termination of every old proxy Pod.
+func (r *lifecycleRun) proxyRollout(host, sum string) {
+	old, err := r.e.ProxyPods(r.ctx)
+	r.must(err, "proxy pods")
+	terminating := watchTerminations(r.ctx, r.t, r.e, old)
+	dl, err := r.e.StartDownload(netip.MustParseAddr(r.target[host]), host, "/bulk/64m", bulkRate)
+	r.must(err, "start the download")
+	var serving string
+	sctx, scancel := context.WithTimeout(r.ctx, 10*time.Second)
+	r.must(harness.Poll(sctx, func(context.Context) error {
+		serving = servingPod(r.e, old)
+		if serving == "" {
+			return fmt.Errorf("no old proxy pod holds the download's connection")
+		}
+		return nil
+	}), "the download's proxy pod")
+	scancel()
+	op := r.begin("proxy-rollout", r.servedJudge())
+	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.Values(), "--set", "proxy.podAnnotations.lifecycle=rollout")
+	r.must(err, "helm upgrade: "+out)
+	tctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	var termAt time.Time
+	r.must(harness.Poll(tctx, func(context.Context) error {
+		var ok bool
+		if termAt, ok = terminating.at(serving); !ok {
+			return fmt.Errorf("the download's proxy pod %s is not terminating yet", serving)
+		}
+		return nil
+	}), "the termination of the download's proxy pod")
+	// Past the lame duck: the listeners are closed, the download drains.
+	time.Sleep(lameDuck + time.Second)
+	r.must(dl.Hurry(), "hurry the download")
+	dctx, cancel := context.WithTimeout(r.ctx, 90*time.Second)
+	defer cancel()
+	res, err := dl.Wait(dctx)
+	r.must(err, "download")
+	if len(res) != 1 {
+		r.t.Fatalf("download: %d results, want 1: %+v", len(res), res)
+	}
+	d := res[0]
+	end := d.At.Add(d.Took)
+	r.t.Logf("proxy-rollout: download of %d bytes through %s took %s; the pod was terminated %s after it began, the download ended %s after that",
+		d.Bytes, serving, d.Took.Round(time.Millisecond), termAt.Sub(d.At).Round(time.Millisecond), end.Sub(termAt).Round(time.Millisecond))
+	switch {
+	case d.Fail != "" || d.Bytes != bulkSize || d.SHA256 != sum:
+		op.missed = append(op.missed, fmt.Sprintf("the download got %d bytes, sha256 %s, failure %q; want %d bytes, sha256 %s", d.Bytes, d.SHA256, d.Fail, bulkSize, sum))
+	case !end.After(termAt.Add(lameDuck)):
+		op.missed = append(op.missed, fmt.Sprintf("the download ended %s after its pod's termination, within the lame duck; want it to span the termination", end.Sub(termAt)))
+	case end.Sub(termAt) > lameDrain:
+		op.missed = append(op.missed, fmt.Sprintf("the download ended %s after its pod's termination; want within the lame duck plus drain (%s)", end.Sub(termAt), lameDrain))
+	}
+	r.waitRolledOut()
+	time.Sleep(settle)
+}
+
+// waitRolledOut waits until the proxy's rollout has no old Pod left.
+func (r *lifecycleRun) waitRolledOut() {
+	d, err := r.e.CP.Clientset.AppsV1().Deployments(dataplane.TargetNamespace).List(r.ctx, metav1.ListOptions{})
+	r.must(err, "proxy deployment")
+	if len(d.Items) != 1 {
+		r.t.Fatalf("%d deployments in %s, want the proxy alone", len(d.Items), dataplane.TargetNamespace)
+	}
+	r.must(r.e.WaitRolledOut(r.ctx, dataplane.TargetNamespace, d.Items[0].Name, d.Items[0].Generation), "proxy rollout")
+}
+
+// targetChange: a helm upgrade that adds a third target and removes one (a
+// new target takes over the tenant's controller). The hosts whose target
+// stays lose nothing.
+func (r *lifecycleRun) targetChange(kept, moved string) {
+	targets := dataplane.DefaultTargets()
+	third := targets[1]
+	third.Name, third.HTTPPort, third.HTTPSPort = third.Name+"-next", 8082, 8445
+	targets = []dataplane.Target{targets[0], third}
+	r.begin("target-change", r.servedJudge(kept))
+	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor(targets))
+	r.must(err, "helm upgrade: "+out)
+	ip, err := r.e.TargetIPOf(r.ctx, third.Name)
+	r.must(err, "the new target")
+	r.target[moved] = ip.String()
+	r.waitRolledOut()
+	r.waitServed()
+}
+
+// coreDNSRollout: `kubectl rollout restart` of kube-dns on our image. No
+// query fails.
+func (r *lifecycleRun) coreDNSRollout() {
+	r.begin("coredns-rollout", r.servedJudge())
+	r.must(r.e.RestartCoreDNS(r.ctx), "rollout restart kube-dns")
+	time.Sleep(settle)
+}
+
+// proxyCrash: one proxy Pod's process is SIGKILLed. Only what was in flight
+// there fails: at most 3 requests or 2 % of the next 30 s, and requests
+// succeed again within 2 s.
+func (r *lifecycleRun) proxyCrash() {
+	pods, err := r.e.ProxyPods(r.ctx)
+	r.must(err, "proxy pods")
+	pid, ok := r.e.Node.ContainerPID(dataplane.TargetNamespace, pods[0], "hairpin-proxy")
+	if !ok {
+		r.t.Fatalf("proxy pod %s has no running process", pods[0])
+	}
+	op := r.begin("proxy-crash", nil)
+	crashAt := time.Now()
+	r.must(syscall.Kill(pid, syscall.SIGKILL), "SIGKILL the proxy")
+	base := r.servedJudge()
+	op.judge = func(res steady.Result) (bool, bool) {
+		counts, failed := base(res)
+		if counts && failed && !res.At.Before(crashAt.Add(crashRecovery)) {
+			op.missed = append(op.missed, fmt.Sprintf("%s %s failed %s after the crash: %s", res.Kind, res.Host, res.At.Sub(crashAt).Round(time.Millisecond), res.Fail))
+		}
+		return counts, failed
+	}
+	op.allowed = func(_ steady.Tally, rs []steady.Result) int {
+		n := 0
+		for _, res := range steady.Since(rs, crashAt, crashAt.Add(crashWindow)) {
+			if c, _ := base(res); c {
+				n++
+			}
+		}
+		return max(crashMaxFailed, int(crashMaxShare*float64(n)))
+	}
+	time.Sleep(crashWindow)
+	r.waitRolledOut()
+	time.Sleep(settle)
+}
+
+// apiserverOutage: the apiserver is down for 30 s. Nothing fails, and an
+// Ingress written once it is back is answered within 5 s of the write.
+func (r *lifecycleRun) apiserverOutage(ic cluster.IngressController) {
+	op := r.begin("apiserver-outage", r.servedJudge())
+	r.must(r.e.CP.StopAPIServer(), "stop the apiserver")
+	up := false
+	defer func() {
+		if !up {
+			if err := r.e.CP.StartAPIServer(); err != nil {
+				r.t.Errorf("start the apiserver again: %v", err)
+			}
+		}
+	}()
+	time.Sleep(outage)
+	r.must(r.e.CP.StartAPIServer(), "start the apiserver again")
+	up = true
+	host := "lifecycle." + dataplane.Zones[0]
+	ings := r.e.CP.Clientset.NetworkingV1().Ingresses(ic.Namespace)
+	written := time.Now()
+	_, err := ings.Create(r.ctx, lifecycleIngress(ic, host), metav1.CreateOptions{})
+	r.must(err, "create an Ingress after the outage")
+	r.t.Cleanup(func() {
+		_ = ings.Delete(context.Background(), "lifecycle", metav1.DeleteOptions{})
+	})
+	wctx, cancel := context.WithTimeout(r.ctx, time.Minute)
+	defer cancel()
+	err = r.e.WaitResolves(wctx, host, netip.MustParseAddr(r.target[ic.Hosts[0]]))
+	took := time.Since(written)
+	r.t.Logf("apiserver-outage: the Ingress written after the outage was answered by every replica in %s", took.Round(time.Millisecond))
+	if err != nil || took > changeAfterOwner {
+		op.missed = append(op.missed, fmt.Sprintf("the Ingress written after the outage was answered after %s (%v); want within %s", took.Round(time.Millisecond), err, changeAfterOwner))
+	}
+	r.must(ings.Delete(r.ctx, "lifecycle", metav1.DeleteOptions{}), "delete the Ingress")
+	time.Sleep(settle)
+}
+
+func lifecycleIngress(ic cluster.IngressController, host string) *networkingv1.Ingress {
+	pathType := networkingv1.PathTypePrefix
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: "lifecycle", Namespace: ic.Namespace},
+		Spec: networkingv1.IngressSpec{
+			IngressClassName: ptr.To(ic.Class),
+			Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{
+					Service: &networkingv1.IngressServiceBackend{Name: "app", Port: networkingv1.ServiceBackendPort{Number: 80}},
+				}}},
+			}}}},
+		},
+	}
+}
+
+// uninstall: helm uninstall. Every answer is public again within 1 s of the
+// deletion of the last target Service; requests then fail by design.
+func (r *lifecycleRun) uninstall() {
+	cs := r.e.CP.Clientset
+	left := map[string]bool{}
+	for _, h := range r.hosts {
+		left[h] = true
+	}
+	gone := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
+		return cs.CoreV1().Services(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
+	}, lastDeleted(2))
+	op := r.begin("uninstall", nil)
+	out, err := r.e.Uninstall(r.ctx)
+	r.must(err, "helm uninstall: "+out)
+	goneAt := gone.wait(r.t, "the deletion of every target Service")
+	public, target := maps.Clone(r.public), maps.Clone(r.target)
+	op.judge = dnsWant(func(res steady.Result) (string, bool) {
+		if res.At.Before(goneAt.Add(answerWithin)) {
+			if steady.Answered(res, target[res.Host]) {
+				return target[res.Host], true
+			}
+		}
+		return public[res.Host], true
+	})
+	for _, h := range r.hosts {
+		r.must(r.e.WaitResolves(r.ctx, h, netip.MustParseAddr(public[h])), "public answer after the uninstall")
+	}
+	r.must(r.e.WaitNothingLeft(r.ctx), "uninstall")
+	time.Sleep(settle)
+}
+
+// report prints each operation's line and fails the test for each goal
+// missed.
+func (r *lifecycleRun) report(results []steady.Result, end time.Time) {
+	for i, op := range r.ops {
+		to := end
+		if i+1 < len(r.ops) {
+			to = r.ops[i+1].from
+		}
+		rs := steady.Since(results, op.from, to)
+		tally := steady.Count(rs, op.judge)
+		r.t.Logf("lifecycle: %s requests=%d failed=%d window_ms=%d", op.name, tally.Requests, tally.Failed, tally.Window.Milliseconds())
+		allowed := 0
+		if op.allowed != nil {
+			allowed = op.allowed(tally, results)
+		}
+		if tally.Requests == 0 {
+			r.t.Errorf("%s: the client made no request", op.name)
+		}
+		if tally.Failed > allowed {
+			r.t.Errorf("%s: %d failed, want at most %d; first failures:\n%s", op.name, tally.Failed, allowed, samples(tally.Samples, op.from))
+		}
+		for _, m := range op.missed {
+			r.t.Errorf("%s: %s", op.name, m)
+		}
+	}
+}
+
+func samples(rs []steady.Result, from time.Time) string {
+	var b strings.Builder
+	for _, s := range rs {
+		fmt.Fprintf(&b, "  +%s %s %s: addr %s answers %v status %d fail %q (took %s)\n",
+			s.At.Sub(from).Round(time.Millisecond), s.Kind, s.Host, s.Addr, s.Answers, s.Status, s.Fail, s.Took.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// firstEvent records when a watch first saw an event that matched.
+type firstEvent struct {
+	at   chan time.Time
+	errc chan error
+}
+
+// watchFirst watches with open until match says an event is the one.
+func watchFirst(ctx context.Context, t *testing.T, open func(context.Context) (watch.Interface, error), match func(watch.Event) bool) *firstEvent {
+	t.Helper()
+	w, err := open(ctx)
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	f := &firstEvent{at: make(chan time.Time, 1), errc: make(chan error, 1)}
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				f.errc <- ctx.Err()
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					f.errc <- fmt.Errorf("the watch ended")
+					return
+				}
+				if match(ev) {
+					f.at <- time.Now()
+					return
+				}
+			}
+		}
+	}()
+	return f
+}
+
+// wait returns when the event came.
+func (f *firstEvent) wait(t *testing.T, what string) time.Time {
+	t.Helper()
+	select {
+	case at := <-f.at:
+		return at
+	case err := <-f.errc:
+		t.Fatalf("waiting for %s: %v", what, err)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("waiting for %s: no event in 2 minutes", what)
+	}
+	return time.Time{}
+}
+
+// allTargetsReady matches the event after which every target's Service
+// has a ready endpoint.
+func allTargetsReady(targets []dataplane.Target) func(watch.Event) bool {
+	ready := map[string]bool{}
+	return func(ev watch.Event) bool {
+		s, ok := ev.Object.(*discoveryv1.EndpointSlice)
+		if !ok || ev.Type == watch.Deleted {
+			return false
+		}
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+				ready[s.Labels[discoveryv1.LabelServiceName]] = true
+			}
+		}
+		for _, t := range targets {
+			if !ready[t.Name] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// lastDeleted matches the n-th deletion of a target Service.
+func lastDeleted(n int) func(watch.Event) bool {
+	deleted := 0
+	return func(ev watch.Event) bool {
+		s, ok := ev.Object.(*corev1.Service)
+		if !ok || ev.Type != watch.Deleted {
+			return false
+		}
+		if _, isTarget := s.Labels["hairpin.coredns-hairpin.io/target"]; isTarget {
+			deleted++
+		}
+		return deleted >= n
+	}
+}
+
+// terminations records when each of a set of Pods got its deletion
+// timestamp, as the node agent sends SIGTERM.
+type terminations struct {
+	mu  sync.Mutex
+	got map[string]time.Time
+}
+
+func watchTerminations(ctx context.Context, t *testing.T, e *dataplane.Env, pods []string) *terminations {
+	t.Helper()
+	w, err := e.CP.Clientset.CoreV1().Pods(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("watch the proxy pods: %v", err)
+	}
+	want := map[string]bool{}
+	for _, p := range pods {
+		want[p] = true
+	}
+	tr := &terminations{got: map[string]time.Time{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || !want[p.Name] || p.DeletionTimestamp == nil {
+				continue
+			}
+			tr.mu.Lock()
+			if _, seen := tr.got[p.Name]; !seen {
+				tr.got[p.Name] = time.Now()
+			}
+			done := len(tr.got) == len(want)
+			tr.mu.Unlock()
+			if done {
+				return
+			}
+		}
+	}()
+	return tr
+}
+
+// at returns when pod's termination was seen.
+func (tr *terminations) at(pod string) (time.Time, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	t, ok := tr.got[pod]
+	return t, ok
+}
+
+// servingPod returns the proxy Pod among pods that holds an established
+// connection from the client Pod: the download's.
+func servingPod(e *dataplane.Env, pods []string) string {
+	client := e.ClientIP().As4()
+	// /proc/net/tcp writes an IPv4 address as the hex of its bytes in host
+	// (little-endian) order.
+	want := fmt.Sprintf("%02X%02X%02X%02X:", client[3], client[2], client[1], client[0])
+	for _, p := range pods {
+		pid, ok := e.Node.ContainerPID(dataplane.TargetNamespace, p, "hairpin-proxy")
+		if !ok {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/tcp", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) > 3 && strings.HasPrefix(f[2], want) && f[3] == "01" {
+				return p
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,142 @@
+package steady
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Client is a running steady client (or download), and what it reported.
+type Client struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // why the process failed; read after done
+
+	mu      sync.Mutex
+	results []Result
+	stderr  []byte
+}
+
+// Start starts cfg's client in the network namespace of process pid (a
+// container's, node.ContainerPID): this test binary again, under nsenter,
+// which [RunIfChild] turns into the client. It runs until [Client.Stop].
+func Start(pid int, cfg Config) (*Client, error) {
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("steady: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("steady: %w", err)
+	}
+	cmd := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "--", self)
+	cmd.Env = append(os.Environ(), envConfig+"="+string(raw))
+	// The client dies with the test.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("steady: %w", err)
+	}
+	c := &Client{cmd: cmd, done: make(chan struct{})}
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.stderr = append(c.stderr, p...)
+		return len(p), nil
+	})
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("steady: start the client: %w", err)
+	}
+	go c.read(stdout)
+	return c, nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// read collects the client's results until it exits.
+func (c *Client) read(stdout io.Reader) {
+	defer close(c.done)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var r Result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			c.mu.Lock()
+			c.stderr = append(c.stderr, fmt.Sprintf("steady: a line that is not a result: %q\n", sc.Bytes())...)
+			c.mu.Unlock()
+			continue
+		}
+		c.mu.Lock()
+		c.results = append(c.results, r)
+		c.mu.Unlock()
+	}
+	if err := c.cmd.Wait(); err != nil {
+		c.mu.Lock()
+		c.err = fmt.Errorf("steady: the client exited: %w: %s", err, c.stderr)
+		c.mu.Unlock()
+	}
+}
+
+// Results returns what the client reported so far, in the order it did.
+func (c *Client) Results() []Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Result(nil), c.results...)
+}
+
+// Running reports whether the client still runs.
+func (c *Client) Running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Hurry makes a download read the rest of its body as fast as it comes.
+func (c *Client) Hurry() error { return c.cmd.Process.Signal(syscall.SIGUSR1) }
+
+// Stop asks the client to stop, waits until the operations in flight have
+// reported (at most ctx), and returns every result.
+func (c *Client) Stop(ctx context.Context) ([]Result, error) {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	return c.Wait(ctx)
+}
+
+// Wait waits until the client exits by itself (a download) or ctx ends,
+// and returns every result.
+func (c *Client) Wait(ctx context.Context) ([]Result, error) {
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return c.Results(), fmt.Errorf("steady: the client did not stop: %w", ctx.Err())
+	}
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	return c.Results(), err
+}
+
+// Since returns the results whose operation started in [from, to).
+func Since(rs []Result, from, to time.Time) []Result {
+	var out []Result
+	for _, r := range rs {
+		if !r.At.Before(from) && r.At.Before(to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
