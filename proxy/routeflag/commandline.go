@@ -20,7 +20,7 @@ const (
 // boolFlags are the command's flags that take no value, so that the
 // argument after one is not read as its value. A test holds this list and
 // the command's flags in step.
-var boolFlags = map[string]bool{"version": true}
+var boolFlags = map[string]bool{"version": true, "kernel-relay": true}
 
 // IsBoolFlag reports whether the command's flag name takes no value.
 func IsBoolFlag(name string) bool { return boolFlags[name] }

@@ -325,7 +325,7 @@ func TestProcess(t *testing.T) {
 	})
 }
 
-func TestWaitHelpers(t *testing.T) {
+func TestProbesWaitForTheirServers(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	ip := harness.FreeLoopbackIP(t)
 	if !ip.Is4() || !netip.MustParsePrefix("127.0.0.0/8").Contains(ip) || harness.ServiceCIDR.Contains(ip) {

@@ -19,7 +19,7 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-func TestARecordsAndAAAARecordsKeepOnlyTheirFamily(t *testing.T) {
+func TestARecordsKeepOnlyTheAFamily(t *testing.T) {
 	m := new(dns.Msg)
 	for _, s := range []string{
 		"a.example.com. 5 IN CNAME b.example.com.",

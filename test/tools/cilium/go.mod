@@ -2,7 +2,7 @@
 // test cluster's cilium mode, from source. It is separate from test/tools
 // (kube-apiserver, etcd): Cilium pins its own client-go (v0.35), which is
 // not the one kube-apiserver is built with, and bumping Cilium must not
-// cost a cold kube-apiserver build. build/tools.sh builds it; see DESIGN.md,
+// cost a cold kube-apiserver build. build/tools.sh builds it; see docs/architecture.md,
 // "Pinned dependencies".
 module github.com/coredns-hairpin/hairpin/test/tools/cilium
 
