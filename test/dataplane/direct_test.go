@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 )
 
@@ -79,10 +81,19 @@ func directStory(t *testing.T, mode string) {
 	}
 
 	step("PublishedAtTheRouter", func(t *testing.T) {
-		// The internet reaches the Gateway through the router.
-		body, err := e.Cluster.Curl(ctx, "http://"+host+"/")
-		if err != nil || !strings.Contains(body, "gateway="+plain.Ref()) {
-			t.Fatalf("outside client through the router's port forward: %q, %v", body, err)
+		// The internet reaches the Gateway through the router, once the
+		// public DNS (which re-reads its records every second) answers the
+		// router's address instead of the LoadBalancer IP.
+		var body string
+		if err := harness.Poll(ctx, func(ctx context.Context) error {
+			var err error
+			body, err = e.Cluster.Curl(ctx, "http://"+host+"/")
+			if err != nil || !strings.Contains(body, "gateway="+plain.Ref()) {
+				return fmt.Errorf("%q, %v", body, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("outside client through the router's port forward: %v", err)
 		}
 	})
 

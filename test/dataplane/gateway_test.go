@@ -193,9 +193,9 @@ func gatewayStory(t *testing.T, mode string) {
 			if c.what == "added" {
 				// The controller re-renders nginx.conf; the request reaches
 				// the Gateway once its agent has reloaded nginx.
-				body, err := e.WaitCurl(ctx, "http://"+added+"/")
-				if err != nil || !strings.Contains(body, "client="+e.ClientIP().String()+" gateway="+byClass.Ref()) {
-					t.Fatalf("http://%s after the route change: %q, %v", added, body, err)
+				want := "client=" + e.ClientIP().String() + " gateway=" + byClass.Ref()
+				if err := waitBody(ctx, e, "http://"+added+"/", want); err != nil {
+					t.Fatalf("http://%s after the route change: %v", added, err)
 				}
 			}
 		}
@@ -234,9 +234,8 @@ func gatewayStory(t *testing.T, mode string) {
 		if err := e.WaitResolves(ctx, inside, target); err != nil {
 			t.Errorf("%s, inside the narrowed listener: %v", inside, err)
 		}
-		body, err := e.WaitCurl(ctx, "http://"+inside+"/")
-		if err != nil || !strings.Contains(body, "gateway="+byName.Ref()) {
-			t.Errorf("http://%s after the narrowing: %q, %v", inside, body, err)
+		if err := waitBody(ctx, e, "http://"+inside+"/", "gateway="+byName.Ref()); err != nil {
+			t.Errorf("http://%s after the narrowing: %v", inside, err)
 		}
 	})
 
@@ -296,6 +295,21 @@ func changeAt(ctx context.Context, open func(ctx context.Context) (watch.Interfa
 		return nil
 	})
 	return at, err
+}
+
+// waitBody requests url from the client Pod until the body holds want, up
+// to 30 s: until the Gateway's agent has reloaded nginx with the
+// re-rendered configuration, its default server answers 404.
+func waitBody(ctx context.Context, e *dataplane.Env, url, want string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return harness.Poll(ctx, func(ctx context.Context) error {
+		body, err := e.Curl(ctx, url)
+		if err != nil || !strings.Contains(body, want) {
+			return fmt.Errorf("%q, %v; want it to contain %q", body, err, want)
+		}
+		return nil
+	})
 }
 
 func hasHost(reqs []harness.AccessLogEntry, host string) bool {

@@ -113,7 +113,7 @@ func (c *Cluster) dataplane() string {
 
 func (c *Cluster) start(t testing.TB) error {
 	var err error
-	if c.topo, err = newTopology(); err != nil {
+	if c.topo, err = newTopology(c.opts.ProxyMode); err != nil {
 		return err
 	}
 	c.NodeNS, c.Outside = c.topo.node, c.topo.outside

@@ -47,7 +47,7 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			c := &Cluster{opts: Options{ProxyMode: mode, AssetsDir: assets}, dir: t.TempDir()}
 			var err error
-			if c.topo, err = newTopology(); err != nil {
+			if c.topo, err = newTopology(c.opts.ProxyMode); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
