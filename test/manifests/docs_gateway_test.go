@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
 // TestGatewayAPIPageValuesRender renders every values file of
@@ -17,14 +19,14 @@ import (
 func TestGatewayAPIPageValuesRender(t *testing.T) {
 	const page = "docs/gateway-api.md"
 	n := 0
-	for _, b := range codeBlocks(readDoc(t, page)) {
-		if b.lang != "yaml" || !strings.HasPrefix(b.body, "targets:") {
+	for _, b := range harness.CodeBlocks(readDoc(t, page)) {
+		if b.Lang != "yaml" || !strings.HasPrefix(b.Body, "targets:") {
 			continue
 		}
 		n++
-		t.Run(fmt.Sprintf("%s:%d", page, b.line), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s:%d", page, b.Line), func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "values.yaml")
-			if err := os.WriteFile(file, []byte(b.body), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(b.Body), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			c := valuesCase{name: page, values: []string{file}}
