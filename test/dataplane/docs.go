@@ -237,11 +237,37 @@ func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 		return "", err
 	}
 	out, err := d.bash(ctx, command)
+	if err != nil && isCheck(words) {
+		out, err = d.retryCheck(ctx, command)
+	}
 	if err != nil {
 		return out, err
 	}
 	d.record(words)
 	return out, d.checkAnswer(ctx, words, out)
+}
+
+// isCheck reports whether words run `kubectl hairpin check`.
+func isCheck(words []string) bool {
+	return len(words) > 2 && words[0] == "kubectl" && words[1] == "hairpin" && words[2] == "check"
+}
+
+// retryCheck runs a `kubectl hairpin check` again, every 5 s for up to
+// 60 s, until it passes. Right after an install the check is right to fail
+// for a while, and the pages say so: the proxy's Pods are not Ready yet, and
+// CoreDNS's informers, refused until the chart's RBAC existed, retry with
+// client-go's backoff of up to 30 s. A check that still fails after that
+// fails the page.
+func (d *DocsRun) retryCheck(ctx context.Context, command string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	var out string
+	err := harness.PollEvery(ctx, 5*time.Second, func(ctx context.Context) error {
+		var err error
+		out, err = d.bash(ctx, command)
+		return err
+	})
+	return out, err
 }
 
 // checkAnswer holds a `dig` of the docs' host to what the page says it
