@@ -54,6 +54,7 @@ type DocPlaceholder struct {
 //	| https://github.com/coredns-hairpin/hairpin/releases/download/APPVERSION/hairpin-tenant.yaml  | manifests/rendered/tenant/hairpin.yaml  |
 //	| https://raw.githubusercontent.com/coredns-hairpin/hairpin/APPVERSION/PATH | PATH in this checkout      |
 //	| 10.43.0.10 (k3s's cluster DNS address)                        | the test cluster's kube-dns ClusterIP     |
+//	| 10.96.0.10 in manifests/rendered/tenant (tenant.dnsServiceIP)  | the same, when a page's block is rendered |
 //
 // Image references (ghcr.io/coredns-hairpin/coredns:APPVERSION, the client
 // image docker.io/nicolaka/netshoot:v0.14) and hosts (app.example.com, see
@@ -287,6 +288,10 @@ func (d *DocsRun) checkAnswer(ctx context.Context, words []string, out string) e
 	return nil
 }
 
+// tenantDefaultDNSIP is the chart's default tenant.dnsServiceIP, which the
+// rendered tenant manifests carry.
+const tenantDefaultDNSIP = "10.96.0.10"
+
 // Render validates a documented install against the cluster without
 // installing it, for an example that the shared cluster cannot run (tenant
 // mode brings a second kube-dns; a placeholder registry has no images): a
@@ -303,6 +308,20 @@ func (d *DocsRun) Render(ctx context.Context, command string) (string, error) {
 	if len(words) > 2 && words[0] == "kubectl" && slices.Contains(words, "apply") {
 		if err := d.ensureNamespace(ctx); err != nil {
 			return "", err
+		}
+		// Tenant mode's plain manifests carry the chart's default
+		// tenant.dnsServiceIP; its kube-dns Service takes the cluster's
+		// own address, as tenant.dnsServiceIP does for the chart.
+		if f := manifestArg(words, "-f"); strings.HasPrefix(f, "manifests/rendered/tenant/") {
+			b, err := os.ReadFile(filepath.Join(d.root, f))
+			if err != nil {
+				return "", err
+			}
+			tmp := filepath.Join(d.bin, "tenant.yaml")
+			if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(string(b), tenantDefaultDNSIP, d.dnsIP.String())), 0o644); err != nil {
+				return "", err
+			}
+			command = strings.Replace(command, f, tmp, 1)
 		}
 		// A dry run writes nothing, so the field conflicts a server-side
 		// apply would have with the test cluster's own kube-dns objects
