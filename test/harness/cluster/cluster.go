@@ -174,8 +174,11 @@ func (c *Cluster) start(t testing.TB) error {
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  ClusterDomain,
 		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",
-		Images:         c.opts.Images,
-		Dir:            filepath.Join(c.dir, "node"),
+		// The kubelet API, for `kubectl logs` and `kubectl run --rm -i`
+		// through the apiserver, as the docs run them.
+		KubeletPort: KubeletPort,
+		Images:      c.opts.Images,
+		Dir:         filepath.Join(c.dir, "node"),
 	})
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)

@@ -34,3 +34,8 @@ const ClusterDomain = "cluster.local"
 
 // NodeName is the name of the cluster's only Node.
 const NodeName = "node-1"
+
+// KubeletPort is where the node agent serves the kubelet API (container
+// logs, exec, running pods) on NodeIP, which the apiserver reaches for
+// `kubectl logs`, `kubectl exec` and `kubectl run -i`: the kubelet's port.
+const KubeletPort = 10250
