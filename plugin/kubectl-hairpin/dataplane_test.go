@@ -81,7 +81,7 @@ func (c *cluster) addDirectTarget(name, direct string, annotations map[string]st
 	svc := service("hairpin-system", name, nil, core.ClusterIPNone)
 	svc.Labels = map[string]string{rules.TargetLabel: name}
 	svc.Annotations = annotations
-	svc.Annotations[directServiceAnnotation] = direct
+	svc.Annotations[rules.DirectServiceAnnotation] = direct
 	c.add(svc)
 }
 
@@ -153,7 +153,7 @@ func init() {
 		}},
 		checkCase{id: idTargetAnnotations, name: "DirectServiceMalformed", want: Fail, contains: "fix targets.public.direct", change: func(t *testing.T, c *cluster) {
 			addDirectTargets(t, c)
-			find[*core.Service](t, c, "hairpin-system", "public").Annotations[directServiceAnnotation] = "cilium-gateway-public"
+			find[*core.Service](t, c, "hairpin-system", "public").Annotations[rules.DirectServiceAnnotation] = "cilium-gateway-public"
 		}},
 		checkCase{id: idTargetDirectRequiresProxy, name: "NoDirectTargetInFrontOfPROXY", want: OK, contains: "no direct target fronts a controller that requires PROXY"},
 		checkCase{id: idTargetDirectRequiresProxy, name: "DirectTargetInFrontOfNGF", want: Fail, contains: "direct target hairpin-system/edge-direct fronts Gateway web/edge", change: addDirectTargets},

@@ -2,32 +2,33 @@ package kubectlhairpin
 
 import (
 	"context"
-	"fmt"
 	"strings"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// directServiceAnnotation makes a target direct: its hosts are answered
-// with the ClusterIPs of the Service it names (namespace/name), and the
-// target Service only carries the annotations.
-const directServiceAnnotation = "hairpin.coredns-hairpin.io/direct-service"
-
-// gatherDirect reads the Service that each direct target names.
+// gatherDirect reads the Service that each direct target names (the
+// annotation rules.DirectServiceAnnotation): its hosts are answered with
+// that Service's ClusterIPs, and the target Service only carries the
+// annotations.
 func (g *gatherer) gatherDirect(ctx context.Context) error {
 	for i := range g.f.Targets {
 		t := &g.f.Targets[i]
-		value, ok := t.Service.Annotations[directServiceAnnotation]
+		value, ok := t.Service.Annotations[rules.DirectServiceAnnotation]
 		if !ok {
 			continue
 		}
 		t.Direct = strings.TrimSpace(value)
-		ns, name, err := parseNamespacedName(t.Direct)
-		if err != nil {
-			t.DirectErr = fmt.Errorf("annotation %s: %w", directServiceAnnotation, err)
+		if t.Err != nil && strings.Contains(t.Err.Error(), rules.DirectServiceAnnotation) {
+			t.DirectErr = t.Err
 			continue
+		}
+		ns, name, ok := strings.Cut(t.Direct, "/")
+		if !ok {
+			continue // the spec stopped at another annotation's error
 		}
 		svc, err := g.c.Kube.CoreV1().Services(ns).Get(ctx, name, meta.GetOptions{})
 		switch {
@@ -42,13 +43,4 @@ func (g *gatherer) gatherDirect(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// parseNamespacedName reads "namespace/name", both DNS labels.
-func parseNamespacedName(s string) (string, string, error) {
-	ns, name, ok := strings.Cut(s, "/")
-	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
-		return "", "", fmt.Errorf("%q is not namespace/name", s)
-	}
-	return ns, name, nil
 }
