@@ -14,12 +14,15 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path
 
 # Control-plane binaries (kube-apiserver, etcd) built from source, cached by
 # the tools module's go.sum, and helm and actionlint, each cached by its own
-# module's go.sum. build/tools.sh prints the folder it filled.
+# module's go.sum. build/tools.sh prints the folder it filled. cilium-agent
+# and cilium-cni (test/tools/cilium) are linked into that folder as cilium/
+# by `build/tools.sh cilium`: only `make test`, `make tools` and
+# `DEMO_DATAPLANE=cilium make demo` wait for them.
 TOOLS_DIR = $(shell build/tools.sh --dir)
 HELM = $(shell build/tools.sh --helm)
 ACTIONLINT = $(shell build/tools.sh --actionlint)
 
-.PHONY: all build generate test unit fuzz tools deps demo bench soak images manifests release release-check clean FORCE
+.PHONY: all build generate test unit fuzz tools cluster-tools cilium-tools deps demo demo-images bench soak images manifests release release-check clean FORCE
 
 all: build
 
@@ -38,8 +41,15 @@ $(BIN)/hairpin-proxy: $(GO_SOURCES)
 $(BIN)/kubectl-hairpin: $(GO_SOURCES)
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./plugin/kubectl-hairpin/cmd/kubectl-hairpin
 
-tools:
+tools: cluster-tools cilium-tools
+
+# The control plane, kube-proxy, helm and actionlint.
+cluster-tools:
 	build/tools.sh
+
+# cilium-agent and cilium-cni, the test cluster's cilium mode.
+cilium-tools:
+	build/tools.sh cilium >/dev/null
 
 # The plain manifests (manifests/rendered/*/hairpin.yaml) rendered from the
 # Helm chart, the one source, and the chart README's values table written
@@ -63,8 +73,14 @@ deps:
 # and curl in a client Pod, `kubectl hairpin check` (test/demo; TestDemoStory
 # runs the same story). Without root it tells the loopback story instead.
 # DEMO_KEEP=1 keeps the cluster running before the uninstall.
+# DEMO_DATAPLANE=cilium tells it on Cilium as kube-proxy replacement (root
+# only: BPF needs real root); the default is kube-proxy in nftables mode.
 # Built, not `go run`: go run exits 1 on Ctrl-C whatever the demo returns.
-demo: deps build tools images
+# It builds only what it runs: the cluster's tools without kubectl or
+# actionlint (build/tools.sh demo), our images for this machine's platform
+# only (demo-images), and Cilium only for DEMO_DATAPLANE=cilium.
+demo: deps build demo-images $(if $(filter cilium,$(DEMO_DATAPLANE)),cilium-tools)
+	build/tools.sh demo >/dev/null
 	go build -o $(BIN)/demo ./test/demo
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) $(BIN)/demo
 
@@ -94,14 +110,19 @@ $(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 images: $(PLATFORM_BINS)
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
 
-# A release (DESIGN.md, "Releases"; build/release does the work):
+# The images for this machine's platform only, which is all `make demo`
+# runs: no cross-compiled binaries.
+HOSTARCH := $(shell go env GOARCH)
+demo-images: $(BIN)/linux-$(HOSTARCH)/coredns $(BIN)/linux-$(HOSTARCH)/hairpin-proxy
+	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION) -arch $(HOSTARCH)
+
+# A release (docs/architecture.md, "Releases"; build/release does the work):
 # REGISTRY/coredns:VERSION and REGISTRY/hairpin-proxy:VERSION as OCI indexes
 # of both platforms, and the chart oci://REGISTRY/charts/coredns-hairpin
 # (version VERSION without the v) whose default images are those, by tag
 # and digest; $(BIN)/release/ gets the chart archive, the plain manifests
-# pinned the same way, the kubectl-hairpin archives with their krew manifest
-# (once plugin/kubectl-hairpin exists), SHA256SUMS and release.json. A
-# loopback REGISTRY is plain HTTP. Credentials: `docker login` for the
+# pinned the same way, the kubectl-hairpin archives with their krew manifest,
+# SHA256SUMS and release.json. A loopback REGISTRY is plain HTTP. Credentials: `docker login` for the
 # images, `helm registry login` for the chart.
 release-check:
 	go run ./build/release -check -registry '$(REGISTRY)' -version '$(VERSION)'
@@ -113,10 +134,15 @@ release: release-check images
 
 # Everything: vet, unit, integration (real kube-apiserver + etcd) and e2e
 # (our coredns and proxy, real nginx, dig, curl).
+# test/dataplane runs apart, with a timeout of its own: its stories (the
+# story, Gateway, direct targets, lifecycle, docs) share one cluster per
+# mode, and three modes of them outgrow the 30 minutes every other package
+# gets.
+TEST_ENV = KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_ACTIONLINT=$(ACTIONLINT) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1
 test: deps build tools images
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_ACTIONLINT=$(ACTIONLINT) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 \
-		go test -race -count=1 -timeout 30m ./...
+	$(TEST_ENV) go test -race -count=1 -timeout 30m $$(go list ./... | grep -v '/test/dataplane$$')
+	$(TEST_ENV) go test -race -count=1 -timeout 50m ./test/dataplane/
 	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
 # Unit tests only: no control plane, no child processes.
@@ -142,7 +168,7 @@ fuzz:
 # cache vs behind it, issue 23; scale: 100,000 Ingresses over 100 targets,
 # issues 11 and 23). Installs dnsperf, wrk, haproxy, nginx if missing.
 BENCH_TOOLS := dnsperf wrk haproxy nginx
-bench: build tools
+bench: build cluster-tools
 	@missing=; for c in dnsperf wrk haproxy nginx; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y $(BENCH_TOOLS); fi
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) \

@@ -4,11 +4,15 @@
 # Without arguments: nginx (the ingress-nginx stand-in), dnsutils (dig), curl,
 # and what the real-dataplane test cluster runs: haproxy (the load balancer),
 # iptables, nftables and conntrack (kube-proxy's, inside the node's network
-# namespace only).
+# namespace only), and for the cilium mode clang-19 (cilium-agent compiles
+# its BPF C at start with clang >= 18.1; it also execs iptables) and bpftool
+# (the harness lists and, after an agent that died, detaches the BPF
+# programs attached to cgroups). Cilium's masquerading is off in the test
+# cluster, so ipset is not needed.
 set -euo pipefail
 
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(nginx dnsutils curl haproxy iptables nftables conntrack)
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(nginx dnsutils curl haproxy iptables nftables conntrack clang-19 bpftool)
 
 # The command each package provides, to tell whether it is installed.
 provides() {
@@ -18,6 +22,7 @@ provides() {
     iptables) echo /usr/sbin/iptables ;;
     nftables) echo /usr/sbin/nft ;;
     conntrack) echo /usr/sbin/conntrack ;;
+    bpftool) echo /usr/sbin/bpftool ;;
     dnsutils) echo dig ;;
     *) echo "$1" ;;
   esac

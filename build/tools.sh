@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # build/tools.sh builds the tools that the integration and end-to-end tests
 # run, from source through the Go module proxy: the control plane
-# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) and the
-# node's kube-proxy (module test/tools), helm (module test/tools/helm) and
-# actionlint (module test/tools/actionlint), which lints the CI workflows.
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler), the
+# node's kube-proxy and the kubectl that the docs test runs the documented
+# commands with (module test/tools), helm (module test/tools/helm),
+# actionlint (module test/tools/actionlint), which lints the CI workflows,
+# and on request cilium-agent and cilium-cni (module test/tools/cilium), the
+# dataplane of the test cluster's cilium mode.
 #
 #   build/tools.sh              build what is not cached yet (all of them) and
 #                               print the control-plane folder on the last line
+#   build/tools.sh demo         build what `make demo` runs (the control plane,
+#                               kube-proxy, helm; not kubectl or actionlint) and
+#                               print the control-plane folder
 #   build/tools.sh helm         build helm only, and print its path
 #   build/tools.sh actionlint   build actionlint only, and print its path
+#   build/tools.sh cilium       build cilium-agent and cilium-cni only (with
+#                               Cilium's BPF sources, CRDs and chart), link
+#                               them into the control-plane folder as
+#                               cilium/, and print that folder
 #   build/tools.sh --dir        print the absolute control-plane folder; build nothing
 #   build/tools.sh --helm       print the absolute path of helm; build nothing
 #   build/tools.sh --actionlint print the absolute path of actionlint; build nothing
@@ -22,13 +32,23 @@
 # folder is what KUBEBUILDER_ASSETS points at (envtest looks for
 # kube-apiserver and etcd there); HAIRPIN_HELM names helm.
 #
+# Cilium lands in .cache/tools/cilium-<...of test/tools/cilium/go.sum>/:
+# cilium-agent, cilium-cni, and share/ with what the module zip carries for
+# them, copied writable: bpf/, the BPF C sources that the agent compiles at
+# start with clang (its --lib-dir), crds/ and chart/ (Cilium's Helm chart).
+# The control-plane folder gets a symbolic link to it, cilium, so the
+# harness finds it beside kube-proxy with no variable of its own. A plain build/tools.sh leaves
+# Cilium alone, so that `make demo` never waits for it; `make test` asks for
+# it.
+#
 # helm and actionlint have modules of their own so that bumping one neither
 # changes the versions kube-apiserver is built with nor invalidates another's
 # cache.
 #
 # A cold build of kube-apiserver takes about 6-10 minutes on 2 cores and
 # about 3 GB of memory; kube-controller-manager, kube-scheduler and
-# kube-proxy about 7 minutes more (they share its build cache); helm about 3
+# kube-proxy about 7 minutes more (they share its build cache), kubectl
+# about 2 minutes more; helm about 3
 # minutes; etcd under a minute.
 set -euo pipefail
 
@@ -40,6 +60,8 @@ helmmod="$mod/helm"
 helmdir="$root/.cache/tools/helm-$(sha256sum "$helmmod/go.sum" | cut -c1-12)"
 lintmod="$mod/actionlint"
 lintdir="$root/.cache/tools/actionlint-$(sha256sum "$lintmod/go.sum" | cut -c1-12)"
+ciliummod="$mod/cilium"
+ciliumdir="$root/.cache/tools/cilium-$(sha256sum "$ciliummod/go.sum" | cut -c1-12)"
 
 only=""
 case "${1:-}" in
@@ -55,15 +77,15 @@ case "${1:-}" in
 	echo "$lintdir/actionlint"
 	exit 0
 	;;
-helm | actionlint) only="$1" ;;
+helm | actionlint | cilium | demo) only="$1" ;;
 "") ;;
 *)
-	echo "usage: $0 [helm|actionlint|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|cilium|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 	;;
 esac
 if [[ $# -gt 1 ]]; then
-	echo "usage: $0 [helm|actionlint|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|cilium|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 fi
 
@@ -124,6 +146,50 @@ build_actionlint() {
 	build actionlint github.com/rhysd/actionlint/cmd/actionlint "-s -w -X github.com/rhysd/actionlint.version=$aver" "$lintmod" "$lintdir"
 }
 
+# build_cilium: cilium-agent (./daemon) and cilium-cni
+# (./plugins/cilium-cni), stamped as Cilium's Makefile.defs stamps them:
+# pkg/version.ciliumVersion is "VERSION GIT_VERSION", the short commit and
+# its time, here the tag's commit and time from the module proxy, and the
+# Envoy version the agent expects, from images/cilium/Dockerfile; tags
+# osusergo. Then share/, and the link in the control-plane folder.
+build_cilium() {
+	local info cver chash ctime envoy cldflags cdir
+	if [[ ! -x "$ciliumdir/cilium-agent" || ! -x "$ciliumdir/cilium-cni" || ! -d "$ciliumdir/share" ]]; then
+		info="$(go -C "$ciliummod" mod download -json github.com/cilium/cilium | sed -n 's/^[[:space:]]*"Info": "\(.*\)",$/\1/p')"
+		cver="$(go -C "$ciliummod" list -m -f '{{.Version}}' github.com/cilium/cilium)"
+		cdir="$(go -C "$ciliummod" list -m -f '{{.Dir}}' github.com/cilium/cilium)"
+		chash="$(sed -n 's/.*"Hash":"\([0-9a-f]*\)".*/\1/p' "$info" | head -n1)"
+		ctime="$(go -C "$ciliummod" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z07:00"}}' github.com/cilium/cilium)"
+		envoy="$(sed -nE 's/^ARG CILIUM_ENVOY_IMAGE=([^ ]*)/\1/p' "$cdir/images/cilium/Dockerfile" | head -n1 | sed -E 's/[^/]*\/[^:]*:(.*-)?([^:@]*).*/\2/')"
+		cldflags="-s -w -X 'github.com/cilium/cilium/pkg/version.ciliumVersion=${cver#v} ${chash:0:10} $ctime'"
+		[[ -z "$envoy" ]] || cldflags+=" -X github.com/cilium/cilium/pkg/envoy.requiredEnvoyVersionSHA=$envoy"
+		echo "tools: cilium $cver is built from source; a cold build takes about 8-15 minutes on 2 cores" >&2
+		GOFLAGS="$GOFLAGS -tags=osusergo" build cilium-agent github.com/cilium/cilium/daemon "$cldflags" "$ciliummod" "$ciliumdir"
+		GOFLAGS="$GOFLAGS -tags=osusergo" build cilium-cni github.com/cilium/cilium/plugins/cilium-cni "$cldflags" "$ciliummod" "$ciliumdir"
+		# What the harness takes from the module besides the binaries: the
+		# BPF C sources, the CRDs (as the operator would register them) and
+		# the Helm chart (the cilium-config ConfigMap and cilium DaemonSet
+		# that an install leaves). Copied writable: the module cache is not.
+		rm -rf "$ciliumdir/.share.tmp"
+		mkdir -p "$ciliumdir/.share.tmp/crds"
+		cp -R "$cdir/bpf" "$ciliumdir/.share.tmp/bpf"
+		cp -R "$cdir/install/kubernetes/cilium" "$ciliumdir/.share.tmp/chart"
+		cp "$cdir"/pkg/k8s/apis/cilium.io/client/crds/v2*/*.yaml "$ciliumdir/.share.tmp/crds/"
+		chmod -R u+w "$ciliumdir/.share.tmp"
+		rm -rf "$ciliumdir/share"
+		mv "$ciliumdir/.share.tmp" "$ciliumdir/share"
+	else
+		echo "tools: cilium-agent and cilium-cni are cached in $ciliumdir" >&2
+	fi
+	mkdir -p "$dir"
+	ln -sfn "../$(basename "$ciliumdir")" "$dir/cilium"
+}
+
+if [[ "$only" == cilium ]]; then
+	build_cilium
+	echo "$dir"
+	exit 0
+fi
 if [[ "$only" == helm ]]; then
 	build_helm
 	echo "$helmdir/helm"
@@ -134,12 +200,14 @@ if [[ "$only" == actionlint ]]; then
 	echo "$lintdir/actionlint"
 	exit 0
 fi
-# The Kubernetes components built from k8s.io/kubernetes, in build order.
-kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
+# The Kubernetes components built from k8s.io/kubernetes, in build order;
+# `make demo` runs all but kubectl.
+kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubectl)
+[[ "$only" == demo ]] && kube=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy)
 cached=1
 for b in etcd "${kube[@]}"; do [[ -x "$dir/$b" ]] || cached=""; done
-if [[ -n "$cached" && -x "$helmdir/helm" && -x "$lintdir/actionlint" ]]; then
-	echo "tools: the control plane and kube-proxy are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
+if [[ -n "$cached" && -x "$helmdir/helm" && ( "$only" == demo || -x "$lintdir/actionlint" ) ]]; then
+	echo "tools: the control plane, kube-proxy and kubectl are cached in $dir, helm in $helmdir, actionlint in $lintdir" >&2
 	echo "$dir"
 	exit 0
 fi
@@ -175,6 +243,6 @@ for b in "${kube[@]}"; do
 	build "$b" "k8s.io/kubernetes/cmd/$b" "$kldflags"
 done
 build_helm
-build_actionlint
+[[ "$only" == demo ]] || build_actionlint
 echo "tools: done in $((SECONDS - total))s" >&2
 echo "$dir"

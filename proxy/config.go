@@ -93,7 +93,7 @@ func (c *Config) Validate() error {
 	}
 	names := map[string]bool{}
 	for i, r := range c.Routes {
-		if err := r.check(); err != nil {
+		if err := checkRoute(r); err != nil {
 			return err
 		}
 		if names[r.Name] {

@@ -61,8 +61,8 @@ func TestStalledReaderPinsABoundedAmount(t *testing.T) {
 	}
 	// What the relay passed on toward a client that read nothing can only
 	// sit in the proxy's client socket and in the client's own: anything
-	// beyond their buffers is queued somewhere the two counters above may
-	// not see (a BPF redirect queue is charged to neither).
+	// beyond their buffers would be queued somewhere the two counters
+	// above do not see.
 	sent := int64(metricValue(t, s, "hairpin_proxy_bytes_total", map[string]string{"route": "r", "direction": dirToClient}))
 	if sent > rmem+wmem {
 		t.Errorf("%d MiB relayed toward a client that reads nothing; its socket buffers hold at most %d MiB", sent>>20, (rmem+wmem)>>20)

@@ -17,7 +17,7 @@ import (
 	"github.com/coredns-hairpin/hairpin/build/coredns/activate"
 )
 
-// The switch for image-only activation (DESIGN.md, "Activation"): on unless
+// The switch for image-only activation (docs/architecture.md, "Activation"): on unless
 // the flag or its environment twin says otherwise; the flag wins.
 const (
 	activateFlag = "hairpin.activate"

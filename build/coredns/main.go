@@ -2,7 +2,7 @@
 // order of the top-level plugin.cfg. It loads the Corefile itself
 // (activation.go) so that a Corefile without a hairpin directive gets one in
 // every server block that holds kubernetes, on every load and reload
-// (DESIGN.md, "Activation"); -hairpin.activate=false turns that off.
+// (docs/architecture.md, "Activation"); -hairpin.activate=false turns that off.
 package main
 
 //go:generate go run ../gen -in ../../plugin.cfg -out zplugin.go

@@ -4,6 +4,7 @@
 //
 //	go run ./build/images -bin bin -out bin/images -version v0.1.0
 //
+// (-arch amd64 builds one platform: what `make demo` runs on this machine.)
 // writes, for NAME in coredns and hairpin-proxy, tagged
 // ghcr.io/coredns-hairpin/NAME:VERSION:
 //
@@ -24,6 +25,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/coredns-hairpin/hairpin/build/images/imagebuild"
 )
@@ -33,11 +36,19 @@ func main() {
 	out := flag.String("out", "bin/images", "folder the image tarballs are written to")
 	version := flag.String("version", "dev", "version label and tag of the images")
 	repo := flag.String("repository", imagebuild.DefaultRepository, "registry path the images are tagged under")
+	arches := flag.String("arch", strings.Join(imagebuild.Arches, ","), "comma-separated architectures to build (`make demo` builds its own machine's only)")
 	zoneinfo := flag.String("zoneinfo", "", "zip of TZif files the coredns image's /usr/share/zoneinfo is made of (default: $(go env GOROOT)/lib/time/zoneinfo.zip)")
 	flag.Parse()
 
 	for _, s := range []imagebuild.Spec{imagebuild.CoreDNS(*binDir, *version), imagebuild.Proxy(*binDir, *version)} {
 		s.Repository = *repo
+		s.Platforms = slices.DeleteFunc(s.Platforms, func(p imagebuild.Platform) bool {
+			return !slices.Contains(strings.Split(*arches, ","), p.Arch)
+		})
+		if len(s.Platforms) == 0 {
+			fmt.Fprintf(os.Stderr, "images: -arch %q names none of %v\n", *arches, imagebuild.Arches)
+			os.Exit(2)
+		}
 		if s.Base != nil && *zoneinfo != "" {
 			s.Base.Zoneinfo = *zoneinfo
 		}

@@ -1,4 +1,4 @@
-// Command release publishes a coredns-hairpin release (DESIGN.md,
+// Command release publishes a coredns-hairpin release (docs/architecture.md,
 // "Releases"); `make release REGISTRY=HOST[:PORT]/PATH VERSION=vX.Y.Z` runs
 // it after `make images`:
 //
@@ -16,7 +16,7 @@
 // manifests rendered from that chart (hairpin-cluster.yaml,
 // hairpin-tenant.yaml: images pinned by digest), the kubectl-hairpin
 // archives for linux and darwin on amd64 and arm64 with their krew manifest
-// hairpin.yaml (once plugin/kubectl-hairpin exists), SHA256SUMS, and
+// hairpin.yaml, SHA256SUMS, and
 // release.json, which names every pushed reference and digest (what CI signs).
 //
 // Everything that can fail here is done before anything is pushed. A

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,13 +38,9 @@ func archiveName(v version, p pluginPlatform) string {
 // buildPlugin cross-compiles the plugin's main package pkg (a path inside
 // the module at root) for every platform as a static binary and writes one
 // tar.gz per platform into out, holding the binary and root's LICENSE when
-// there is one. It returns nothing, and no error, when pkg does not exist:
-// a release made before the plugin lands has no plugin archives.
+// there is one.
 func buildPlugin(ctx context.Context, root, pkg, out, tmp string, v version, platforms []pluginPlatform) ([]pluginArchive, error) {
-	if st, err := os.Stat(filepath.Join(root, pkg)); errors.Is(err, os.ErrNotExist) {
-		fmt.Printf("release: no %s, so no %s archives\n", pkg, pluginName)
-		return nil, nil
-	} else if err != nil || !st.IsDir() {
+	if st, err := os.Stat(filepath.Join(root, pkg)); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("plugin: %s is not a package folder (%v)", pkg, err)
 	}
 	var archives []pluginArchive

@@ -133,10 +133,10 @@ func TestBuildPluginArchivesEveryPlatformWithItsSum(t *testing.T) {
 	}
 }
 
-func TestBuildPluginSkipsAMissingPackage(t *testing.T) {
+func TestBuildPluginRefusesAMissingPackage(t *testing.T) {
 	archives, err := buildPlugin(t.Context(), t.TempDir(), "plugin/kubectl-hairpin/cmd/kubectl-hairpin", t.TempDir(), t.TempDir(), "v1.0.0", pluginPlatforms)
-	if err != nil || archives != nil {
-		t.Fatalf("archives %v, error %v; want none and no error", archives, err)
+	if err == nil || archives != nil || !strings.Contains(err.Error(), "plugin/kubectl-hairpin/cmd/kubectl-hairpin") {
+		t.Fatalf("archives %v, error %v; want none and an error naming the package", archives, err)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/coredns-hairpin/hairpin/build/images/imagebuild"
 )
 
@@ -145,4 +147,18 @@ func TestPinChartNamesThePushedImages(t *testing.T) {
 	if got, _ := scalarAt(orig, "proxy.image.digest"); got != "" {
 		t.Errorf("pinning changed the source chart: proxy.image.digest %q", got)
 	}
+}
+
+// scalarAt returns the value of the scalar at a dotted path of src, with
+// the lookup the release edits values by.
+func scalarAt(src []byte, path string) (string, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(src, &root); err != nil {
+		return "", err
+	}
+	n, err := lookup(&root, path)
+	if err != nil {
+		return "", err
+	}
+	return n.Value, nil
 }

@@ -109,16 +109,3 @@ func lookup(root *yaml.Node, path string) (*yaml.Node, error) {
 	}
 	return n, nil
 }
-
-// scalarAt returns the value of the scalar at a dotted path of src.
-func scalarAt(src []byte, path string) (string, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(src, &root); err != nil {
-		return "", err
-	}
-	n, err := lookup(&root, path)
-	if err != nil {
-		return "", err
-	}
-	return n.Value, nil
-}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
@@ -101,17 +103,18 @@ func targetsCache(b *testing.B, nt, ingresses int) (*hostCache, []string) {
 	hc.mu.Lock()
 	defer hc.mu.Unlock()
 	for t := range nt {
-		tgt := newTarget(fmt.Sprintf("%s/tenant-%03d", defaultTargetsNamespace, t),
-			targetSelection{zones: []string{fmt.Sprintf("tenant-%03d.example.com.", t)}, ingressClasses: []string{fmt.Sprintf("tenant-%03d", t)}})
+		tgt := newTarget(rules.Target{Name: fmt.Sprintf("%s/tenant-%03d", defaultTargetsNamespace, t), Spec: rules.TargetSpec{
+			Zones: []string{fmt.Sprintf("tenant-%03d.example.com.", t)}, IngressClasses: []string{fmt.Sprintf("tenant-%03d", t)},
+		}})
 		tgt.store(splitFamilies(ips(fmt.Sprintf("127.77.%d.%d", 1+t/250, 1+t%250))))
-		hc.targets[tgt.name] = tgt
+		hc.targets[tgt.Name] = tgt
 	}
 	hosts := make([]string, 0, 2*ingresses)
 	now := time.Now()
 	for i := range ingresses {
 		t := i % nt
 		ing := &ingressEntry{
-			owner: owner{ownerRef: ownerRef{kind: kindIngress, key: fmt.Sprintf("tenant-%03d/app-%06d", t, i)}},
+			owner: owner{ownerRef: ownerRef{kind: rules.KindIngress, key: fmt.Sprintf("tenant-%03d/app-%06d", t, i)}},
 			class: fmt.Sprintf("tenant-%03d", t),
 			hosts: []string{fmt.Sprintf("app-%06d.tenant-%03d.example.com.", i, t), fmt.Sprintf("api-%06d.tenant-%03d.example.com.", i, t)},
 		}
@@ -212,7 +215,7 @@ func BenchmarkPublishOneChange(b *testing.B) {
 	const owners, targets = 100_000, 100
 	ts := make([]*target, targets)
 	for i := range ts {
-		ts[i] = newTarget(fmt.Sprintf("ns/t%03d", i), targetSelection{})
+		ts[i] = newTarget(rules.Target{Name: fmt.Sprintf("ns/t%03d", i)})
 	}
 	c := newClaims()
 	owns := make([]*owner, owners)

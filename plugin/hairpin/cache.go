@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 // hostCache is the shared state behind one or more hairpin server blocks: the
@@ -35,8 +37,12 @@ type hostCache struct {
 	kinds   []*kindWatch // the kinds watched, for readiness and metrics
 	watches watches
 	gateway gatewayWatches
-	stopCh  chan struct{}
-	wg      sync.WaitGroup
+	// The Service watches of the namespaces that direct targets name, and
+	// the direct targets whose Service was found missing (logged once).
+	direct        map[string]*directWatch
+	directMissing map[string]bool
+	stopCh        chan struct{}
+	wg            sync.WaitGroup
 }
 
 func newHostCache(c *clients, s settings) *hostCache {
@@ -49,12 +55,15 @@ func newHostCache(c *clients, s settings) *hostCache {
 		named:    map[ownerRef]*owner{},
 		targets:  targets{},
 		byClass:  map[string]selection{},
-		kick:     make(chan struct{}, 1),
-		openCh:   make(chan struct{}),
-		stopCh:   make(chan struct{}),
+
+		direct:        map[string]*directWatch{},
+		directMissing: map[string]bool{},
+		kick:          make(chan struct{}, 1),
+		openCh:        make(chan struct{}),
+		stopCh:        make(chan struct{}),
 	}
 	if t := explicitTarget(s); t != nil {
-		hc.targets[t.name] = t
+		hc.targets[t.Name] = t
 	}
 	hc.ingresses = newIngressStore(hc)
 	hc.idx.Store(emptyIndex)
@@ -97,14 +106,14 @@ func explicitTarget(s settings) *target {
 	if !s.explicit() {
 		return nil
 	}
-	sel := targetSelection{zones: s.zones, ingressClasses: s.ingressClasses, gatewayClasses: s.gatewayClasses}
-	if len(sel.ingressClasses) == 0 {
-		sel.ingressClasses = []string{"*"}
+	spec := rules.TargetSpec{Zones: s.zones, IngressClasses: s.ingressClasses, GatewayClasses: s.gatewayClasses}
+	if len(spec.IngressClasses) == 0 {
+		spec.IngressClasses = []string{"*"}
 	}
 	if len(s.proxyIPs) > 0 {
-		return newStaticTarget(s.proxyIPs, sel)
+		return newStaticTarget(s.proxyIPs, spec)
 	}
-	return newTarget(s.proxyNamespace+"/"+s.proxyName, sel)
+	return newTarget(rules.Target{Name: s.proxyNamespace + "/" + s.proxyName, Spec: spec})
 }
 
 // index returns the current snapshot; it never returns nil.
@@ -192,7 +201,7 @@ func (hc *hostCache) openUp(unsynced []string) {
 // caller holds hc.mu.
 func (hc *hostCache) setClaimsLocked(o *owner, oc ownerClaims, arrived time.Time) {
 	for _, r := range hc.claims.set(o, oc) {
-		log.Warningf("not serving host %q named by %s: %s", r.host, o, rejectionText(r.reason))
+		log.Warningf("not serving host %q named by %s: %s", r.Host, o, rules.RejectionText(r.Reason))
 	}
 	hc.pending = append(hc.pending, arrived)
 	hc.schedulePublish()
@@ -303,9 +312,16 @@ func (hc *hostCache) stop() {
 	}
 	hc.mu.Lock()
 	factories := hc.gateway.factories
+	var direct []*directWatch
+	for _, w := range hc.direct {
+		direct = append(direct, w)
+	}
 	hc.mu.Unlock()
 	for _, f := range factories {
 		f.Shutdown()
+	}
+	for _, w := range direct {
+		w.factory.Shutdown()
 	}
 	deleteCacheMetrics(hc.id)
 }

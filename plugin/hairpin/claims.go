@@ -1,29 +1,15 @@
 package hairpin
 
-import "slices"
+import (
+	"slices"
 
-// ownerKind is the kind of object that claims hosts. The constants are in
-// the order of the kinds' names, so that owners sort as "kind/key" strings
-// would.
-type ownerKind uint8
-
-const (
-	kindGateway ownerKind = iota
-	kindGRPCRoute
-	kindHTTPRoute
-	kindIngress
-	kindTLSRoute
-	kindCount
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
-
-var kindNames = [kindCount]string{"gateway", "grpcroute", "httproute", "ingress", "tlsroute"}
-
-func (k ownerKind) String() string { return kindNames[k] }
 
 // ownerRef names an owner: its kind and "namespace/name", or for a route
 // through one Gateway "namespace/name@gateway-namespace/gateway-name".
 type ownerRef struct {
-	kind ownerKind
+	kind rules.Kind
 	key  string
 }
 
@@ -48,7 +34,7 @@ type owner struct {
 type ownerClaims struct {
 	hosts      []string // served: lowercase FQDNs inside the zones
 	target     *target  // the target that answers them; nil when hosts is empty
-	rejected   []rejectedHost
+	rejected   []rules.Rejected
 	unselected bool // it names hosts, and no target selects it
 	conflict   bool // several targets select it; target is the winner
 }
@@ -60,12 +46,6 @@ func (oc ownerClaims) equal(other ownerClaims) bool {
 
 func (oc ownerClaims) isEmpty() bool {
 	return len(oc.hosts) == 0 && len(oc.rejected) == 0 && !oc.unselected && !oc.conflict
-}
-
-// rejectedHost is a host that an object names but that is never served.
-type rejectedHost struct {
-	host   string
-	reason string
 }
 
 // claims is the write side of the index: it keeps the next index up to date
@@ -90,11 +70,11 @@ type claims struct {
 	targetNum  map[*target]uint16
 	freeTarget []uint16
 
-	rejected   map[rejectedHost]int // rejected host -> number of owners naming it
-	unselected [kindCount]int       // objects that no target selects
-	objConfl   [kindCount]int       // objects that several targets select
-	hostConfl  map[string]struct{}  // hosts whose owners are on different targets
-	perTarget  map[*target]int      // target -> hosts it serves in next
+	rejected   map[rules.Rejected]int // rejected host -> number of owners naming it
+	unselected [rules.KindCount]int   // objects that no target selects
+	objConfl   [rules.KindCount]int   // objects that several targets select
+	hostConfl  map[string]struct{}    // hosts whose owners are on different targets
+	perTarget  map[*target]int        // target -> hosts it serves in next
 }
 
 func newClaims() *claims {
@@ -103,7 +83,7 @@ func newClaims() *claims {
 		shared:    map[string][]*owner{},
 		byNum:     []*owner{nil},
 		targetNum: map[*target]uint16{},
-		rejected:  map[rejectedHost]int{},
+		rejected:  map[rules.Rejected]int{},
 		hostConfl: map[string]struct{}{},
 		perTarget: map[*target]int{},
 	}
@@ -111,7 +91,7 @@ func newClaims() *claims {
 
 // set replaces what o claims; an empty oc withdraws every claim. It returns
 // the rejected hosts that no owner named before, so each is logged once.
-func (c *claims) set(o *owner, oc ownerClaims) (newlyRejected []rejectedHost) {
+func (c *claims) set(o *owner, oc ownerClaims) (newlyRejected []rules.Rejected) {
 	old := o.claims
 	if old.equal(oc) {
 		return nil // a status-only update: nothing to redo
@@ -154,7 +134,7 @@ func (c *claims) set(o *owner, oc ownerClaims) (newlyRejected []rejectedHost) {
 }
 
 // count adds d to the tallies that oc is part of.
-func (c *claims) count(kind ownerKind, oc ownerClaims, d int) {
+func (c *claims) count(kind rules.Kind, oc ownerClaims, d int) {
 	if oc.unselected {
 		c.unselected[kind] += d
 	}
@@ -356,7 +336,7 @@ func (c *claims) numberTarget(t *target) (uint16, bool) {
 		n = uint16(len(c.next.targets))
 		c.next.targets = append(c.next.targets, t)
 	default:
-		tooManyTargetsLog.do(t.name, func() { log.Errorf("target %s is not served: more than 65,536 targets answer hosts", t.name) })
+		tooManyTargetsLog.do(t.Name, func() { log.Errorf("target %s is not served: more than 65,536 targets answer hosts", t.Name) })
 		return 0, false
 	}
 	c.targetNum[t] = n
@@ -395,7 +375,7 @@ func (c *claims) publish() (ix *index, changed bool, copies int) {
 func (c *claims) rejectedByReason() map[string]int {
 	counts := map[string]int{}
 	for r := range c.rejected {
-		counts[r.reason]++
+		counts[r.Reason]++
 	}
 	return counts
 }

@@ -3,17 +3,19 @@ package hairpin
 import (
 	"fmt"
 	"testing"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 func ingressOwnerOf(key string) *owner {
-	return &owner{ownerRef: ownerRef{kind: kindIngress, key: key}}
+	return &owner{ownerRef: ownerRef{kind: rules.KindIngress, key: key}}
 }
 
 // TestSharedHostGoesToTheFirstOwnerAndStaysUntilTheLast: a host named by
 // several owners is answered with the target of the lexically first, counted
 // as a conflict while they disagree, and served until the last one goes.
 func TestSharedHostGoesToTheFirstOwnerAndStaysUntilTheLast(t *testing.T) {
-	a, b := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{})
+	a, b := newTarget(rules.Target{Name: "ns/a"}), newTarget(rules.Target{Name: "ns/b"})
 	c := newClaims()
 	first, second := ingressOwnerOf("x/first"), ingressOwnerOf("y/second")
 	const host = "shared.example.com."
@@ -45,7 +47,7 @@ func TestSharedHostGoesToTheFirstOwnerAndStaysUntilTheLast(t *testing.T) {
 // TestOwnerMovingTargetsMovesEveryHost: an owner whose target changes takes
 // all its hosts along, and the per-target counts follow.
 func TestOwnerMovingTargetsMovesEveryHost(t *testing.T) {
-	a, b := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{})
+	a, b := newTarget(rules.Target{Name: "ns/a"}), newTarget(rules.Target{Name: "ns/b"})
 	c := newClaims()
 	o := ingressOwnerOf("x/app")
 	hosts := []string{"app.example.com.", "*.app.example.com.", "api.example.com."}
@@ -68,7 +70,7 @@ func TestOwnerMovingTargetsMovesEveryHost(t *testing.T) {
 // TestPublishedIndexIsNeverWrittenAgain: queries read a published index
 // without a lock, so later claims must change a copy.
 func TestPublishedIndexIsNeverWrittenAgain(t *testing.T) {
-	a := newTarget("ns/a", targetSelection{})
+	a := newTarget(rules.Target{Name: "ns/a"})
 	c := newClaims()
 	o := ingressOwnerOf("x/app")
 	c.set(o, ownerClaims{hosts: []string{"one.example.com."}, target: a})
@@ -93,7 +95,7 @@ func TestPublishedIndexIsNeverWrittenAgain(t *testing.T) {
 // number; a number that no slot names any more goes to the next target, and
 // an index published before still answers with the target it had.
 func TestTargetNumbersAreReusedOnlyInTheNextIndex(t *testing.T) {
-	a, b, cc := newTarget("ns/a", targetSelection{}), newTarget("ns/b", targetSelection{}), newTarget("ns/c", targetSelection{})
+	a, b, cc := newTarget(rules.Target{Name: "ns/a"}), newTarget(rules.Target{Name: "ns/b"}), newTarget(rules.Target{Name: "ns/c"})
 	c := newClaims()
 	first, second := ingressOwnerOf("x/first"), ingressOwnerOf("x/second")
 	c.set(first, ownerClaims{hosts: []string{"one.example.com."}, target: a})
@@ -119,7 +121,7 @@ func TestTargetNumbersAreReusedOnlyInTheNextIndex(t *testing.T) {
 // directory and the table that hold it; every other directory is the live
 // index's own, so a change leaves kilobytes of garbage, not the index.
 func TestPublishCopiesOnlyWhatAChangeTouches(t *testing.T) {
-	a := newTarget("ns/a", targetSelection{})
+	a := newTarget(rules.Target{Name: "ns/a"})
 	c := newClaims()
 	owners := make([]*owner, 5000)
 	for i := range owners {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	_ "github.com/coredns/coredns/plugin/template"
 
 	"github.com/go-logr/logr"
@@ -101,7 +103,7 @@ func TestGatewayRecreatedDuringWatchGapIsApplied(t *testing.T) {
 	relisted := func(uid, host string) {
 		t.Helper()
 		g := &cachedGateway{objectMeta: objectMeta{namespace: "infra", name: "public", uid: types.UID(uid), generation: 1},
-			listeners: []gw.Listener{listener("https", host, "")}}
+			gateway: rules.Gateway{Namespace: "infra", Name: "public", Listeners: []gw.Listener{listener("https", host, "")}}}
 		hc.mu.Lock()
 		hc.onGatewayLocked(g, time.Now())
 		hc.mu.Unlock()
@@ -124,8 +126,8 @@ func TestPublishAndStoreAreOneStep(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < 500; i++ {
 				hc.mu.Lock()
-				ref := ownerRef{kind: kindIngress, key: fmt.Sprintf("w%d/i%d", w, i)}
-				hc.setNamedClaimsLocked(ref, hc.claimsFor([]string{fmt.Sprintf("h%d-%d.example.com", w, i)}, selection{target: tgt}), time.Now())
+				ref := ownerRef{kind: rules.KindIngress, key: fmt.Sprintf("w%d/i%d", w, i)}
+				hc.setNamedClaimsLocked(ref, hc.claimsFor([]string{fmt.Sprintf("h%d-%d.example.com", w, i)}, selection{Target: tgt}), time.Now())
 				hc.mu.Unlock()
 				hc.publish()
 			}

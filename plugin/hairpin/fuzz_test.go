@@ -10,12 +10,11 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 
 	"github.com/miekg/dns"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// The fuzz targets cover what parses untrusted input: Corefile stanzas,
-// hostnames and annotations from any tenant's objects, and DNS messages from
-// any client. `go test` runs the seeds; `make fuzz` runs each for FUZZTIME.
+// The fuzz targets cover what parses untrusted input: Corefile stanzas and
+// DNS messages from any client (the hostnames and annotations of tenants'
+// objects are fuzzed in package rules). `go test` runs the seeds; `make fuzz` runs each for FUZZTIME.
 
 func FuzzParseStanza(f *testing.F) {
 	for _, seed := range []string{
@@ -44,61 +43,6 @@ func FuzzParseStanza(f *testing.F) {
 			t.Fatalf("%q: class filters without an explicit proxy", stanza)
 		}
 		_ = s.cacheKey()
-	})
-}
-
-func FuzzClassifyHosts(f *testing.F) {
-	for _, seed := range []string{"app.example.com", "*.example.com", "App.Example.COM.", "", ".", "*", "a..b", "x_y.example.com", strings.Repeat("a", 300)} {
-		f.Add(seed, "example.com")
-	}
-	f.Fuzz(func(t *testing.T, host, zone string) {
-		zones := []string{toFQDN(zone)}
-		served, rejected := classifyHosts([]string{host, host}, []string{"."}, zones)
-		if len(served)+len(rejected) > 1 {
-			t.Fatalf("%q named twice was classified %d times", host, len(served)+len(rejected))
-		}
-		for _, h := range served {
-			if h != strings.ToLower(h) || !strings.HasSuffix(h, ".") || !validHost(h) || !inZones(zones, h) {
-				t.Fatalf("served %q (zone %q) is not a lowercase FQDN inside the zone", h, zone)
-			}
-		}
-	})
-}
-
-// FuzzValidHost: the hand-written check accepts exactly what apimachinery's
-// validation does.
-func FuzzValidHost(f *testing.F) {
-	for _, seed := range []string{"app.example.com.", "*.example.com.", "a", "-a.b", "a-.b", "a..b", "A.b", "*.*.b", "*", "*.", ".", "", "a_b.c", "0.0", strings.Repeat("a.", 127) + "b"} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, host string) {
-		h := strings.TrimSuffix(host, ".")
-		want := len(validation.IsDNS1123Subdomain(h)) == 0
-		if strings.HasPrefix(h, "*.") {
-			want = len(validation.IsWildcardDNS1123Subdomain(h)) == 0
-		}
-		if got := validHost(host); got != want {
-			t.Fatalf("validHost(%q) = %v, apimachinery says %v", host, got, want)
-		}
-	})
-}
-
-func FuzzTargetAnnotations(f *testing.F) {
-	f.Add("example.com, example.org", "nginx,*", "cilium", "infra/public")
-	f.Add("", "", "", "")
-	f.Add("a,,b", "Bad", "*", "x")
-	f.Fuzz(func(t *testing.T, zones, ic, gc, gws string) {
-		sel := parseTargetAnnotations(map[string]string{
-			zonesAnnotation: zones, ingressClassesAnnotation: ic, gatewayClassesAnnotation: gc, gatewaysAnnotation: gws,
-		})
-		if sel.enabled() && len(sel.zones) == 0 {
-			t.Fatal("an enabled target without zones")
-		}
-		for _, z := range sel.zones {
-			if !strings.HasSuffix(z, ".") || strings.ContainsAny(z, " ,*") {
-				t.Fatalf("zone %q is not a normalised FQDN", z)
-			}
-		}
 	})
 }
 

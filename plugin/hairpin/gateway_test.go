@@ -107,6 +107,7 @@ func gatewayCache(t *testing.T, classes []string, served map[string][]string, gw
 	s := settings{
 		zones: []string{"example.com."}, labels: labels.Everything(), gatewayClasses: classes,
 		proxyNamespace: defaultProxyNamespace, proxyName: defaultProxyName,
+		discoveryInterval: 20 * time.Millisecond, // CRDs installed mid-test are looked for often
 	}
 	hc := newHostCache(&clients{kube: fake.NewClientset(proxyService("127.77.0.10")), gateway: gwClient, discovery: disc}, s)
 	if err := hc.start(); err != nil {
@@ -226,10 +227,6 @@ func TestTLSRouteFromOlderServedVersion(t *testing.T) {
 }
 
 func TestMissingGatewayCRDsAreSkippedAndPickedUpLater(t *testing.T) {
-	orig := discoveryInterval
-	discoveryInterval = 20 * time.Millisecond
-	t.Cleanup(func() { discoveryInterval = orig })
-
 	hc, client, disc := gatewayCache(t, []string{"*"}, nil)
 	if !hc.serving() {
 		t.Fatal("not ready without Gateway API CRDs")
@@ -244,28 +241,4 @@ func TestMissingGatewayCRDsAreSkippedAndPickedUpLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantServed(t, hc, "late.example.com.")
-}
-
-func TestIntersectHostnames(t *testing.T) {
-	cases := []struct {
-		listener, route, want string
-		ok                    bool
-	}{
-		{"", "a.example.com", "a.example.com", true},
-		{"a.example.com", "a.example.com", "a.example.com", true},
-		{"a.example.com", "b.example.com", "", false},
-		{"*.example.com", "a.example.com", "a.example.com", true},
-		{"*.example.com", "a.b.example.com", "a.b.example.com", true},
-		{"*.example.com", "example.com", "", false},
-		{"a.example.com", "*.example.com", "a.example.com", true},
-		{"*.example.com", "*.a.example.com", "*.a.example.com", true},
-		{"*.a.example.com", "*.example.com", "*.a.example.com", true},
-		{"*.example.com", "a.example.org", "", false},
-	}
-	for _, tc := range cases {
-		got, ok := intersectHostnames(tc.listener, tc.route)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("intersectHostnames(%q, %q) = %q, %v; want %q, %v", tc.listener, tc.route, got, ok, tc.want, tc.ok)
-		}
-	}
 }

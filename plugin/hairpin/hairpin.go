@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
@@ -72,7 +73,7 @@ func (h *Hairpin) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if len(m.Answer) == 0 {
 		// NODATA, never the upstream's answer: a public AAAA or an HTTPS
 		// record's address hints would send the client around the proxy.
-		m.Ns = []dns.RR{h.soa(matchZone(h.Zones, qname))}
+		m.Ns = []dns.RR{h.soa(rules.MatchZone(h.Zones, qname))}
 		outcome = outcomeNoData
 	}
 	server := metrics.WithServer(ctx)
@@ -90,28 +91,6 @@ var writeErrorLog = newOnceLog()
 
 func logWriteError(qname string, err error) {
 	writeErrorLog.do(err.Error(), func() { log.Errorf("writing the answer for %s: %v", qname, err) })
-}
-
-// matchZone returns the longest zone that contains qname, or "". Both are
-// lowercase FQDNs. Unlike plugin.Zones.Matches it does not allocate.
-func matchZone(zones []string, qname string) string {
-	best := ""
-	for _, z := range zones {
-		if len(z) > len(best) && inZone(z, qname) {
-			best = z
-		}
-	}
-	return best
-}
-
-func inZone(zone, qname string) bool {
-	if zone == "." {
-		return true
-	}
-	if !strings.HasSuffix(qname, zone) {
-		return false
-	}
-	return len(qname) == len(zone) || qname[len(qname)-len(zone)-1] == '.'
 }
 
 // addressRecords builds A or AAAA records owned by the name as the client

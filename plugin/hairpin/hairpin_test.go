@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
@@ -72,10 +74,10 @@ func TestServeDNSQueryTable(t *testing.T) {
 
 func TestExactHostWinsOverWildcard(t *testing.T) {
 	hc := syncedCache(t, testZones, ips("127.77.0.10"), "*.example.com")
-	other := newTarget("other/proxy", targetSelection{})
+	other := newTarget(rules.Target{Name: "other/proxy"})
 	other.store(splitFamilies(ips("127.77.0.20")))
 	hc.mu.Lock()
-	hc.claims.set(&owner{ownerRef: ownerRef{kind: kindIngress, key: "test/exact"}}, ownerClaims{hosts: []string{"exact.example.com."}, target: other})
+	hc.claims.set(&owner{ownerRef: ownerRef{kind: rules.KindIngress, key: "test/exact"}}, ownerClaims{hosts: []string{"exact.example.com."}, target: other})
 	hc.mu.Unlock()
 	hc.publish()
 	h := newTestHairpin(hc, testZones)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/test"
 
@@ -51,7 +53,7 @@ func syncedCache(t testing.TB, zones []string, proxy []net.IP, hosts ...string) 
 	tgt := hc.targets[defaultProxyNamespace+"/"+defaultProxyName]
 	tgt.store(splitFamilies(proxy))
 	hc.mu.Lock()
-	hc.setNamedClaimsLocked(ownerRef{kind: kindIngress, key: "test/app"}, hc.claimsFor(hosts, selection{target: tgt}), time.Now())
+	hc.setNamedClaimsLocked(ownerRef{kind: rules.KindIngress, key: "test/app"}, hc.claimsFor(hosts, selection{Target: tgt}), time.Now())
 	hc.mu.Unlock()
 	hc.publish()
 	hc.open.Store(true)

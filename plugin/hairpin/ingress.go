@@ -1,21 +1,13 @@
 package hairpin
 
 import (
-	"slices"
 	"strings"
-	"time"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-)
-
-const (
-	// legacyClassAnnotation predates spec.ingressClassName and is still set by
-	// many charts.
-	legacyClassAnnotation = "kubernetes.io/ingress.class"
-	// defaultClassAnnotation marks the IngressClass used when an Ingress names none.
-	defaultClassAnnotation = "ingressclass.kubernetes.io/is-default-class"
 )
 
 // ingressEntry is all that is kept of an Ingress: its key, its class as
@@ -45,26 +37,12 @@ func newIngressEntry(selected func(map[string]string) bool, classes *interner) f
 		if !ok {
 			return obj, nil
 		}
-		e := &ingressEntry{owner: owner{ownerRef: ownerRef{kind: kindIngress, key: ing.Namespace + "/" + ing.Name}}}
+		e := &ingressEntry{owner: owner{ownerRef: ownerRef{kind: rules.KindIngress, key: ing.Namespace + "/" + ing.Name}}}
 		if !selected(ing.Labels) {
 			return e, nil
 		}
-		switch {
-		case ing.Spec.IngressClassName != nil && *ing.Spec.IngressClassName != "":
-			e.class = classes.intern(*ing.Spec.IngressClassName)
-		default:
-			e.class = classes.intern(ing.Annotations[legacyClassAnnotation])
-		}
-		// Only the rules route. spec.tls[].hosts name the certificate to
-		// present; ingress-nginx builds its servers from the rules alone,
-		// and a TLS host that no rule names is served by the catch-all
-		// default server, not by this Ingress. A "*.example.com" wildcard
-		// certificate must not send every name of the zone to the proxy.
-		hosts := make([]string, 0, len(ing.Spec.Rules))
-		for _, r := range ing.Spec.Rules {
-			hosts = appendHost(hosts, r.Host)
-		}
-		if len(hosts) > 0 {
+		e.class = classes.intern(rules.IngressClassName(ing))
+		if hosts := rules.IngressHosts(ing); len(hosts) > 0 {
 			e.key, e.hosts = pack(e.key, hosts)
 		}
 		return e, nil
@@ -93,19 +71,6 @@ func pack(key string, hosts []string) (string, []string) {
 	return all[:len(key)], hosts
 }
 
-// appendHost adds host as a lowercase FQDN unless it is empty (a rule for
-// every host) or already there.
-func appendHost(hosts []string, host string) []string {
-	if host == "" {
-		return hosts
-	}
-	fqdn := toFQDN(host)
-	if slices.Contains(hosts, fqdn) {
-		return hosts
-	}
-	return append(hosts, fqdn)
-}
-
 // classOf returns the Ingress's class: spec.ingressClassName, else the
 // legacy annotation, else the cluster's default class (which may be "").
 func (e *ingressEntry) classOf(defaultClass string) string {
@@ -118,8 +83,7 @@ func (e *ingressEntry) classOf(defaultClass string) string {
 // cachedIngressClass is what the informer keeps of an IngressClass.
 type cachedIngressClass struct {
 	objectMeta
-	created   time.Time
-	isDefault bool
+	class rules.IngressClass
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -131,28 +95,5 @@ func newCachedIngressClass(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &cachedIngressClass{
-		objectMeta: newObjectMeta(ic, false),
-		created:    ic.CreationTimestamp.Time,
-		isDefault:  ic.Annotations[defaultClassAnnotation] == "true",
-	}, nil
-}
-
-// defaultIngressClass picks the default class the way the DefaultIngressClass
-// admission plugin does: among classes marked default, the newest wins, ties
-// broken by name.
-func defaultIngressClass(classes []*cachedIngressClass) string {
-	var best *cachedIngressClass
-	for _, ic := range classes {
-		if !ic.isDefault {
-			continue
-		}
-		if best == nil || ic.created.After(best.created) || (ic.created.Equal(best.created) && ic.name < best.name) {
-			best = ic
-		}
-	}
-	if best == nil {
-		return ""
-	}
-	return best.name
+	return &cachedIngressClass{objectMeta: newObjectMeta(ic, false), class: rules.ReadIngressClass(ic)}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
@@ -35,10 +37,6 @@ func TestIntegration(t *testing.T) {
 	}
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
 	it := &integration{t: t, cp: cp, kube: cp.Clientset}
-	origInterval := discoveryInterval
-	discoveryInterval = 200 * time.Millisecond
-	t.Cleanup(func() { discoveryInterval = origInterval })
-
 	it.run("SyncThenAnswer", it.syncThenAnswer)
 	it.run("CreateUpdateDeleteReflected", it.createUpdateDelete)
 	it.run("IngressClassChangeAndDefaultFlip", it.classes)
@@ -48,6 +46,7 @@ func TestIntegration(t *testing.T) {
 	it.run("GatewayRoutesAttachAndReparent", it.gatewayRoutes)
 	it.run("APIServerDownServesLastKnownThenCatchesUp", it.apiserverRestart)
 	it.run("TargetsAppearChangeAndGoLive", it.targetsLive)
+	it.run("DirectTargetsFollowTheirNamedService", it.directTargets)
 	it.run("GatewayRBACMissingIngressHostsStillServed", it.gatewayForbidden)
 	it.run("NotReadyUntilSyncOrStartupTimeout", it.notReadyBeforeSync)
 }
@@ -106,6 +105,8 @@ func (it *integration) startCache(t *testing.T, s settings) *hostCache {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// CRDs installed mid-test are looked for often.
+	s.discoveryInterval = 200 * time.Millisecond
 	hc := newHostCache(c, s)
 	if err := hc.start(); err != nil {
 		t.Fatal(err)
@@ -218,7 +219,7 @@ func (it *integration) classes(t *testing.T, ns string) {
 	mk := func(name string, isDefault bool) *networking.IngressClass {
 		ic := &networking.IngressClass{ObjectMeta: meta.ObjectMeta{Name: name}, Spec: networking.IngressClassSpec{Controller: "example.com/" + name}}
 		if isDefault {
-			ic.Annotations = map[string]string{defaultClassAnnotation: "true"}
+			ic.Annotations = map[string]string{rules.DefaultIngressClassAnnotation: "true"}
 		}
 		return ic
 	}
@@ -485,7 +486,7 @@ func (it *integration) serviceIP(t *testing.T, ns, name string) string {
 func (it *integration) createTarget(t *testing.T, ns, name string, ann map[string]string) string {
 	t.Helper()
 	svc := &core.Service{
-		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{targetLabel: ""}, Annotations: ann},
+		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{rules.TargetLabel: ""}, Annotations: ann},
 		Spec:       core.ServiceSpec{Ports: []core.ServicePort{{Name: "http", Port: 80}}},
 	}
 	created, err := it.kube.CoreV1().Services(ns).Create(it.ctx(t), svc, meta.CreateOptions{})
@@ -498,7 +499,7 @@ func (it *integration) createTarget(t *testing.T, ns, name string, ann map[strin
 func (it *integration) targetsLive(t *testing.T, ns string) {
 	tenant := ns + "-tenant"
 	it.createNamespace(t, tenant)
-	root := it.createTarget(t, ns, "root", map[string]string{zonesAnnotation: "example.com", ingressClassesAnnotation: "tenant-root"})
+	root := it.createTarget(t, ns, "root", map[string]string{rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "tenant-root"})
 	it.createIngress(t, ingress(tenant, "dash", "tenant-root", "dash.example.com"))
 	it.createIngress(t, ingress(tenant, "app", "tenant-a", "app.a.example.com"))
 	it.createIngress(t, ingress(tenant, "foreign", "tenant-a", "login.example.org"))
@@ -507,7 +508,7 @@ func (it *integration) targetsLive(t *testing.T, ns string) {
 	wantA(t, hc, "dash.example.com.", root)
 	wantA(t, hc, "app.a.example.com.", "") // no target for tenant-a yet
 
-	a := it.createTarget(t, ns, "tenant-a", map[string]string{zonesAnnotation: "a.example.com", ingressClassesAnnotation: "tenant-a"})
+	a := it.createTarget(t, ns, "tenant-a", map[string]string{rules.ZonesAnnotation: "a.example.com", rules.IngressClassesAnnotation: "tenant-a"})
 	wantA(t, hc, "app.a.example.com.", a)
 	wantA(t, hc, "login.example.org.", "") // outside tenant-a's zones
 	wantA(t, hc, "dash.example.com.", root)
@@ -520,8 +521,8 @@ func (it *integration) targetsLive(t *testing.T, ns string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Annotations[zonesAnnotation] = "example.com"
-	svc.Annotations[ingressClassesAnnotation] = "tenant-a,tenant-root"
+	svc.Annotations[rules.ZonesAnnotation] = "example.com"
+	svc.Annotations[rules.IngressClassesAnnotation] = "tenant-a,tenant-root"
 	if _, err := svcs.Update(it.ctx(t), svc, meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 )
@@ -62,6 +64,13 @@ func (k *kindWatch) waitSynced() {
 	if !cache.WaitForCacheSync(k.hc.stopCh, k.regs...) {
 		return
 	}
+	k.markSynced()
+	k.hc.schedulePublish()
+}
+
+// markSynced records that the kind's first list has reached its handlers,
+// and says so when it recovers from a failure.
+func (k *kindWatch) markSynced() {
 	k.synced.Store(true)
 	kindSynced.WithLabelValues(k.hc.id, k.kind).Set(1)
 	k.mu.Lock()
@@ -71,7 +80,14 @@ func (k *kindWatch) waitSynced() {
 	if recovered {
 		log.Infof("%s: listed; its hosts are served again", k.kind)
 	}
-	k.hc.schedulePublish()
+}
+
+// removeKindLocked forgets a kind that is no longer watched, with its
+// series. The caller holds hc.mu.
+func (hc *hostCache) removeKindLocked(k *kindWatch) {
+	hc.kinds = slices.DeleteFunc(hc.kinds, func(o *kindWatch) bool { return o == k })
+	kindSynced.DeleteLabelValues(hc.id, k.kind)
+	watchErrors.DeletePartialMatch(prometheus.Labels{"cache": hc.id, "kind": k.kind})
 }
 
 // onError is the informer's watch error handler.

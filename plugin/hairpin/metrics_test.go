@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 
@@ -46,8 +48,8 @@ func TestHostGaugesFollowThePublishedIndex(t *testing.T) {
 	}{
 		{"exact", testutil.ToFloat64(hostsServed.WithLabelValues(hc.id, "exact")), 1},
 		{"wildcard", testutil.ToFloat64(hostsServed.WithLabelValues(hc.id, "wildcard")), 1},
-		{"outside_zones", testutil.ToFloat64(hostsRejected.WithLabelValues(hc.id, reasonOutsideZones)), 1},
-		{"invalid", testutil.ToFloat64(hostsRejected.WithLabelValues(hc.id, reasonInvalid)), 1},
+		{"outside_zones", testutil.ToFloat64(hostsRejected.WithLabelValues(hc.id, rules.ReasonOutsideZones)), 1},
+		{"invalid", testutil.ToFloat64(hostsRejected.WithLabelValues(hc.id, rules.ReasonInvalid)), 1},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)

@@ -14,6 +14,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -47,6 +49,10 @@ type settings struct {
 	kubeconfig       string
 	kubecontext      string
 	startupTimeout   time.Duration
+	// discoveryInterval is how often missing Gateway API kinds are looked
+	// for again; 0 is defaultDiscoveryInterval. No directive sets it: it
+	// is an option for tests, which wait for CRDs installed mid-test.
+	discoveryInterval time.Duration
 }
 
 // cacheKey identifies the watches and index that settings need. Two server
@@ -232,7 +238,7 @@ func checkForms(s *settings, forms, classProps []string, zonesNamed bool) error 
 	}
 	if !s.explicit() {
 		if len(classProps) > 0 {
-			return fmt.Errorf("%s needs proxy or proxy_ip; discovered targets select classes with their %s and %s annotations", classProps[0], ingressClassesAnnotation, gatewayClassesAnnotation)
+			return fmt.Errorf("%s needs proxy or proxy_ip; discovered targets select classes with their %s and %s annotations", classProps[0], rules.IngressClassesAnnotation, rules.GatewayClassesAnnotation)
 		}
 		return nil
 	}

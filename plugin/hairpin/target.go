@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	core "k8s.io/api/core/v1"
 )
 
@@ -15,21 +17,31 @@ import (
 // selects (zones, classes, Gateways) is read and written only under
 // hostCache.mu; the addresses are read by queries without a lock.
 type target struct {
-	name  string // "namespace/name", or "proxy_ip"
+	// The name and the selection; the selection is guarded by hostCache.mu.
+	rules.Target
 	addrs atomic.Pointer[proxyAddrs]
-
-	// The selection, guarded by hostCache.mu.
-	sel targetSelection
 }
 
-// targetSelection is what a target fronts and may answer.
-type targetSelection struct {
-	zones          []string // lowercase FQDNs; empty serves nothing
-	ingressClasses []string // sorted; "*" for every class
-	gatewayClasses []string // sorted; "*" for every class
-	gateways       []string // sorted "namespace/name"
-	err            error    // a malformed annotation: the target is disabled
+// Rules implements rules.Candidate.
+func (t *target) Rules() *rules.Target { return &t.Target }
+
+// targets is the table of known targets of one cache, keyed by name. It is
+// guarded by hostCache.mu.
+type targets map[string]*target
+
+// selection is the target chosen for one object, nil for none.
+type selection = rules.Selection[*target]
+
+// forIngress chooses the target of an Ingress of the given class.
+func (ts targets) forIngress(class string) selection { return rules.ForIngress(ts, class) }
+
+// forGateway chooses the target of a Gateway, by name first, then by class.
+func (ts targets) forGateway(namespace, name, class string) selection {
+	return rules.ForGateway(ts, namespace, name, class)
 }
+
+// selectsGateways reports whether any target fronts Gateways.
+func (ts targets) selectsGateways() bool { return rules.SelectsGateways(ts) }
 
 // proxyAddrs is an immutable set of proxy addresses split by family.
 type proxyAddrs struct {
@@ -39,15 +51,15 @@ type proxyAddrs struct {
 
 var noAddrs = &proxyAddrs{}
 
-func newTarget(name string, sel targetSelection) *target {
-	t := &target{name: name, sel: sel}
+func newTarget(rt rules.Target) *target {
+	t := &target{Target: rt}
 	t.addrs.Store(noAddrs)
 	return t
 }
 
 // newStaticTarget is the target of the proxy_ip option.
-func newStaticTarget(ips []net.IP, sel targetSelection) *target {
-	t := newTarget("proxy_ip", sel)
+func newStaticTarget(ips []net.IP, spec rules.TargetSpec) *target {
+	t := newTarget(rules.Target{Name: "proxy_ip", Spec: spec})
 	t.addrs.Store(splitFamilies(ips))
 	return t
 }
@@ -59,21 +71,6 @@ func (t *target) load() *proxyAddrs { return t.addrs.Load() }
 func (t *target) store(a *proxyAddrs) bool {
 	old := t.addrs.Swap(a)
 	return !old.equal(a)
-}
-
-// enabled reports whether the target may serve anything at all.
-func (s targetSelection) enabled() bool { return s.err == nil && len(s.zones) > 0 }
-
-func (s targetSelection) equal(o targetSelection) bool {
-	return slices.Equal(s.zones, o.zones) && slices.Equal(s.ingressClasses, o.ingressClasses) &&
-		slices.Equal(s.gatewayClasses, o.gatewayClasses) && slices.Equal(s.gateways, o.gateways) &&
-		(s.err == nil) == (o.err == nil)
-}
-
-// selectsGateways reports whether the target fronts any Gateway, so that the
-// Gateway API kinds are watched only when some target needs them.
-func (s targetSelection) selectsGateways() bool {
-	return len(s.gatewayClasses) > 0 || len(s.gateways) > 0
 }
 
 // empty reports whether there is nothing to answer with: the Service is

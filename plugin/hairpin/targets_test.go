@@ -2,10 +2,10 @@ package hairpin
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -16,91 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
-
-func TestTargetAnnotationsParse(t *testing.T) {
-	cases := []struct {
-		name    string
-		ann     map[string]string
-		want    targetSelection
-		wantErr string
-	}{
-		{"zones and classes, whitespace ignored", map[string]string{
-			zonesAnnotation: " Example.com , example.org. ", ingressClassesAnnotation: "nginx, tenant-a",
-		}, targetSelection{zones: []string{"example.com.", "example.org."}, ingressClasses: []string{"nginx", "tenant-a"}}, ""},
-		{"every class", map[string]string{zonesAnnotation: "example.com", ingressClassesAnnotation: "*", gatewayClassesAnnotation: "*"},
-			targetSelection{zones: []string{"example.com."}, ingressClasses: []string{"*"}, gatewayClasses: []string{"*"}}, ""},
-		{"gateways by name", map[string]string{zonesAnnotation: "example.com", gatewaysAnnotation: "infra/public,tenant-a/web"},
-			targetSelection{zones: []string{"example.com."}, gateways: []string{"infra/public", "tenant-a/web"}}, ""},
-		{"no zones disables", map[string]string{ingressClassesAnnotation: "nginx"}, targetSelection{}, "missing or empty"},
-		{"empty zones disables", map[string]string{zonesAnnotation: " "}, targetSelection{}, "missing or empty"},
-		{"bad zone", map[string]string{zonesAnnotation: "exa mple.com"}, targetSelection{}, `zone "exa mple.com"`},
-		{"wildcard zone", map[string]string{zonesAnnotation: "*.example.com"}, targetSelection{}, `zone "*.example.com"`},
-		{"empty item", map[string]string{zonesAnnotation: "example.com,,example.org"}, targetSelection{}, "empty item 2"},
-		{"bad class", map[string]string{zonesAnnotation: "example.com", ingressClassesAnnotation: "Bad_Class"}, targetSelection{}, `"Bad_Class"`},
-		{"gateway without namespace", map[string]string{zonesAnnotation: "example.com", gatewaysAnnotation: "public"}, targetSelection{}, "want namespace/name"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := parseTargetAnnotations(tc.ann)
-			if tc.wantErr != "" {
-				if got.err == nil || !strings.Contains(got.err.Error(), tc.wantErr) || got.enabled() {
-					t.Fatalf("err = %v, want a disabled target and an error containing %q", got.err, tc.wantErr)
-				}
-				return
-			}
-			if got.err != nil || !got.equal(tc.want) || !got.enabled() {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestTargetSelectionRules(t *testing.T) {
-	mk := func(name string, sel targetSelection) *target {
-		if sel.zones == nil {
-			sel.zones = []string{"example.com."}
-		}
-		return newTarget(name, sel)
-	}
-	all := mk("ns/all", targetSelection{ingressClasses: []string{"*"}, gatewayClasses: []string{"*"}})
-	nginx := mk("ns/nginx", targetSelection{ingressClasses: []string{"nginx"}})
-	nginx2 := mk("ns/nginx-b", targetSelection{ingressClasses: []string{"nginx"}})
-	cilium := mk("ns/cilium", targetSelection{gatewayClasses: []string{"cilium"}})
-	named := mk("ns/tenant-gw", targetSelection{gateways: []string{"tenant/web"}})
-	disabled := mk("ns/a-disabled", targetSelection{ingressClasses: []string{"nginx"}, err: errors.New("bad")})
-
-	cases := []struct {
-		name         string
-		ts           targets
-		pick         func(targets) selection
-		want         *target
-		wantConflict bool
-	}{
-		{"class beats wildcard", targets{all.name: all, nginx.name: nginx}, func(ts targets) selection { return ts.forIngress("nginx") }, nginx, true},
-		{"wildcard takes other classes", targets{all.name: all, nginx.name: nginx}, func(ts targets) selection { return ts.forIngress("traefik") }, all, false},
-		{"no target selects", targets{nginx.name: nginx}, func(ts targets) selection { return ts.forIngress("traefik") }, nil, false},
-		{"no class matches only wildcard", targets{nginx.name: nginx}, func(ts targets) selection { return ts.forIngress("") }, nil, false},
-		{"tie goes to the first name", targets{nginx2.name: nginx2, nginx.name: nginx}, func(ts targets) selection { return ts.forIngress("nginx") }, nginx, true},
-		{"disabled target never selects", targets{disabled.name: disabled}, func(ts targets) selection { return ts.forIngress("nginx") }, nil, false},
-		{"gateway by name beats class", targets{cilium.name: cilium, named.name: named}, func(ts targets) selection { return ts.forGateway("tenant", "web", "cilium") }, named, true},
-		{"gateway by class", targets{cilium.name: cilium, named.name: named}, func(ts targets) selection { return ts.forGateway("infra", "public", "cilium") }, cilium, false},
-		{"gateway class is not an ingress class", targets{cilium.name: cilium}, func(ts targets) selection { return ts.forIngress("cilium") }, nil, false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got := tc.pick(tc.ts)
-			if got.target != tc.want || got.conflict != tc.wantConflict {
-				name := func(t *target) string {
-					if t == nil {
-						return "<none>"
-					}
-					return t.name
-				}
-				t.Fatalf("picked %s (conflict %v), want %s (conflict %v)", name(got.target), got.conflict, name(tc.want), tc.wantConflict)
-			}
-		})
-	}
-}
 
 // discoveryCache starts a target-discovery cache over a fake clientset.
 func discoveryCache(t *testing.T, objs ...runtime.Object) (*hostCache, *fake.Clientset) {
@@ -149,8 +64,8 @@ func TestEveryHostGoesToItsOwnControllersTarget(t *testing.T) {
 	wantTarget(t, hc, "plain.example.com.", "")
 
 	hc.mu.Lock()
-	rejected := hc.claims.rejectedByReason()[reasonOutsideZones]
-	unselected := hc.claims.unselected[kindIngress]
+	rejected := hc.claims.rejectedByReason()[rules.ReasonOutsideZones]
+	unselected := hc.claims.unselected[rules.KindIngress]
 	hc.mu.Unlock()
 	if rejected != 2 || unselected != 1 {
 		t.Errorf("outside_zones %d, unselected ingresses %d; want 2 and 1", rejected, unselected)
@@ -181,14 +96,14 @@ func TestTargetsAppearChangeAndGoLive(t *testing.T) {
 	wantTarget(t, hc, "app.example.com.", "127.77.0.12")
 
 	// Re-annotated to another class: the host is dropped.
-	tgt.Annotations[ingressClassesAnnotation] = "traefik"
+	tgt.Annotations[rules.IngressClassesAnnotation] = "traefik"
 	if _, err := svcs.Update(ctx, tgt, meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantTarget(t, hc, "app.example.com.", "")
 
 	// Malformed: disabled, counted, the rest untouched.
-	tgt.Annotations[ingressClassesAnnotation] = "nginx"
+	tgt.Annotations[rules.IngressClassesAnnotation] = "nginx"
 	if _, err := svcs.Update(ctx, tgt, meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -198,17 +113,17 @@ func TestTargetsAppearChangeAndGoLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "a disabled target counted", func() bool {
-		return testutil.ToFloat64(targetsKnown.WithLabelValues(hc.id, stateDisabled)) == 1
+		return testutil.ToFloat64(targetsKnown.WithLabelValues(hc.id, rules.StateDisabled)) == 1
 	})
 	wantTarget(t, hc, "app.example.com.", "127.77.0.12")
 
 	// Unlabelled: no longer a target.
-	delete(tgt.Labels, targetLabel)
+	delete(tgt.Labels, rules.TargetLabel)
 	if _, err := svcs.Update(ctx, tgt, meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	wantTarget(t, hc, "app.example.com.", "")
-	tgt.Labels[targetLabel] = ""
+	tgt.Labels[rules.TargetLabel] = ""
 	if _, err := svcs.Update(ctx, tgt, meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

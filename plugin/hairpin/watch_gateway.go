@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -14,10 +16,19 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 )
 
-// discoveryInterval is how often the Gateway API kinds that were not served
-// yet are looked for again, so CRDs installed later are picked up without a
-// restart. A failed discovery is retried sooner, with backoff up to it.
-var discoveryInterval = 30 * time.Second
+// defaultDiscoveryInterval is how often the Gateway API kinds that were not
+// served yet are looked for again, so CRDs installed later are picked up
+// without a restart. A failed discovery is retried sooner, with backoff up
+// to it.
+const defaultDiscoveryInterval = 30 * time.Second
+
+// discoveryInterval is the settings' interval, or the default.
+func (hc *hostCache) discoveryInterval() time.Duration {
+	if d := hc.settings.discoveryInterval; d > 0 {
+		return d
+	}
+	return defaultDiscoveryInterval
+}
 
 // gatewayWatches are the Gateway API informers of one cache. They start only
 // once a target selects Gateways (or gateway_class is set), so a cluster
@@ -88,7 +99,7 @@ func (hc *hostCache) discoveryLoop() {
 		switch {
 		case err != nil:
 			hc.gateway.discovery.onError(context.Background(), nil, err)
-			wait = min(max(2*wait, time.Second), discoveryInterval)
+			wait = min(max(2*wait, time.Second), hc.discoveryInterval())
 		default:
 			d := hc.gateway.discovery
 			if !d.synced.Load() {
@@ -98,7 +109,7 @@ func (hc *hostCache) discoveryLoop() {
 			if hc.allGatewayKindsStarted() {
 				return
 			}
-			wait = discoveryInterval
+			wait = hc.discoveryInterval()
 		}
 	}
 }
@@ -183,7 +194,7 @@ func (hc *hostCache) logMissingKindLocked(kind, version string) {
 		return
 	}
 	hc.gateway.missing[kind] = true
-	log.Infof("Gateway API %s (%s) is not served by the cluster; skipped, and looked for again every %s", kind, version, discoveryInterval)
+	log.Infof("Gateway API %s (%s) is not served by the cluster; skipped, and looked for again every %s", kind, version, hc.discoveryInterval())
 }
 
 // servedGatewayResources returns "version/resource" for every Gateway API
@@ -205,15 +216,16 @@ func (hc *hostCache) servedGatewayResources() (map[string]bool, error) {
 	return served, nil
 }
 
-// lookupGatewayLocked finds a watched Gateway that a target selects.
-func (hc *hostCache) lookupGatewayLocked(ns, name string) *cachedGateway {
+// lookupGatewayLocked finds a watched Gateway that the labels option
+// selects.
+func (hc *hostCache) lookupGatewayLocked(ns, name string) *rules.Gateway {
 	for _, inf := range hc.gateway.gateways {
 		obj, ok, err := inf.GetStore().GetByKey(ns + "/" + name)
 		if err != nil || !ok {
 			continue
 		}
 		if g, ok := obj.(*cachedGateway); ok && hc.selected(g.labels) {
-			return g
+			return &g.gateway
 		}
 	}
 	return nil
@@ -224,7 +236,7 @@ func (hc *hostCache) gatewayClaimsLocked(g *cachedGateway) ownerClaims {
 	if !hc.selected(g.labels) {
 		return ownerClaims{}
 	}
-	return hc.claimsFor(g.listenerHostnames(), hc.targets.forGateway(g.namespace, g.name, g.class))
+	return hc.claimsFor(g.gateway.Hostnames(), hc.targets.forGateway(g.namespace, g.name, g.gateway.Class))
 }
 
 // onGatewayLocked applies a Gateway's listener hostnames and re-evaluates
@@ -273,13 +285,13 @@ func (hc *hostCache) onRouteLocked(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	route := r.view.owner()
+	route := routeOwner(r.route)
 	var set []ownerRef
 	if hc.selected(r.labels) {
-		for _, gh := range routeHostnames(r.view, hc.lookupGatewayLocked) {
-			owner := route.through(gh.gateway.key())
-			sel := hc.targets.forGateway(gh.gateway.namespace, gh.gateway.name, gh.gateway.class)
-			hc.setNamedClaimsLocked(owner, hc.claimsFor(gh.hosts, sel), now)
+		for _, gh := range rules.RouteHosts(r.route, hc.lookupGatewayLocked) {
+			owner := route.through(gh.Gateway.Key())
+			sel := hc.targets.forGateway(gh.Gateway.Namespace, gh.Gateway.Name, gh.Gateway.Class)
+			hc.setNamedClaimsLocked(owner, hc.claimsFor(gh.Hosts, sel), now)
 			set = append(set, owner)
 		}
 	}
@@ -300,7 +312,7 @@ func (hc *hostCache) onRouteDeleteLocked(obj any, now time.Time) {
 	if !ok {
 		return
 	}
-	route := r.view.owner()
+	route := routeOwner(r.route)
 	for _, old := range hc.gateway.routeGWs[route] {
 		hc.setNamedClaimsLocked(old, ownerClaims{}, now)
 	}

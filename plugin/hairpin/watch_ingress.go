@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -185,23 +187,23 @@ const maxRememberedClasses = 1024
 // claimsFor is what an object that names hosts contributes with the target
 // sel chose for it.
 func (hc *hostCache) claimsFor(hosts []string, sel selection) ownerClaims {
-	if sel.target == nil {
+	if sel.Target == nil {
 		return ownerClaims{unselected: len(hosts) > 0}
 	}
-	served, rejected := classifyHosts(hosts, hc.settings.zones, sel.target.sel.zones)
-	return ownerClaims{hosts: served, rejected: rejected, target: sel.target, conflict: sel.conflict}
+	served, rejected := rules.ClassifyHosts(hosts, hc.settings.zones, sel.Target.Spec.Zones)
+	return ownerClaims{hosts: served, rejected: rejected, target: sel.Target, conflict: sel.Conflict}
 }
 
 // onIngressClassLocked recomputes every Ingress when the default class
 // changes: Ingresses that name no class follow the default.
 func (hc *hostCache) onIngressClassLocked() {
-	var classes []*cachedIngressClass
+	var classes []rules.IngressClass
 	for _, obj := range hc.watches.classes.GetStore().List() {
 		if ic, ok := obj.(*cachedIngressClass); ok {
-			classes = append(classes, ic)
+			classes = append(classes, ic.class)
 		}
 	}
-	def := defaultIngressClass(classes)
+	def := rules.DefaultIngressClass(classes)
 	if def == hc.defaultClass {
 		return
 	}

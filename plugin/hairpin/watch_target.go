@@ -3,6 +3,8 @@ package hairpin
 import (
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	core "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -28,15 +30,8 @@ func slimService(obj any) (any, error) {
 		return obj, nil
 	}
 	c := &cachedService{objectMeta: newObjectMeta(svc, false), addrs: serviceAddrs(svc)}
-	_, c.isTarget = svc.Labels[targetLabel]
-	for _, k := range []string{zonesAnnotation, ingressClassesAnnotation, gatewayClassesAnnotation, gatewaysAnnotation} {
-		if v, ok := svc.Annotations[k]; ok {
-			if c.annotations == nil {
-				c.annotations = map[string]string{}
-			}
-			c.annotations[k] = v
-		}
-	}
+	_, c.isTarget = svc.Labels[rules.TargetLabel]
+	c.annotations = rules.TargetAnnotations(svc.Annotations)
 	return c, nil
 }
 
@@ -55,7 +50,7 @@ func (hc *hostCache) watchTargets() error {
 		f := hc.newFactory(s.proxyNamespace, slimService, func(o *meta.ListOptions) { o.FieldSelector = byName })
 		return hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onProxyServiceLocked, hc.onProxyServiceDeleteLocked)
 	default:
-		f := hc.newFactory(s.targetsNamespace, slimService, func(o *meta.ListOptions) { o.LabelSelector = targetLabel })
+		f := hc.newFactory(s.targetsNamespace, slimService, func(o *meta.ListOptions) { o.LabelSelector = rules.TargetLabel })
 		return hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onTargetLocked, hc.onTargetDeleteLocked)
 	}
 }
@@ -87,22 +82,30 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 		hc.onTargetDeleteLocked(obj, time.Time{})
 		return
 	}
-	sel := parseTargetAnnotations(svc.annotations)
+	rt := rules.NewTarget(svc.key(), svc.annotations)
 	t, known := hc.targets[svc.key()]
 	switch {
 	case !known:
-		t = newTarget(svc.key(), sel)
-		hc.targets[t.name] = t
+		t = newTarget(*rt)
+		hc.targets[t.Name] = t
 		hc.logSelection(t)
 		// A chart creates CoreDNS's RBAC just before its targets: a
 		// list refused until now is likely allowed.
 		hc.clients.wakeRetries()
 		hc.targetsChangedLocked()
-	case !t.sel.equal(sel):
-		t.sel = sel
+	case !t.Same(rt):
+		t.Target = *rt
 		hc.logSelection(t)
 		hc.targetsChangedLocked()
+		hc.pruneDirectLocked()
 	}
+	if t.Spec.Direct != "" {
+		// Answered with the named Service's addresses; its own Service only
+		// carries the annotations.
+		hc.directLocked(t)
+		return
+	}
+	delete(hc.directMissing, t.Name)
 	hc.storeAddrs(t, svc.addrs)
 }
 
@@ -118,9 +121,11 @@ func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
 		return
 	}
 	t.store(noAddrs)
-	delete(hc.targets, t.name)
-	deleteTargetMetrics(hc.id, t.name)
-	log.Infof("target %s removed; its hosts pass through", t.name)
+	delete(hc.targets, t.Name)
+	delete(hc.directMissing, t.Name)
+	hc.pruneDirectLocked()
+	deleteTargetMetrics(hc.id, t.Name)
+	log.Infof("target %s removed; its hosts pass through", t.Name)
 	hc.targetsChangedLocked()
 }
 
@@ -135,23 +140,27 @@ func (hc *hostCache) storeAddrs(t *target, a *proxyAddrs) {
 		return
 	}
 	if a.empty() {
-		log.Warningf("target %s has no ClusterIP (missing or headless); queries for its hosts pass through", t.name)
+		log.Warningf("target %s has no ClusterIP (missing or headless); queries for its hosts pass through", t.Name)
 		return
 	}
-	log.Infof("target %s: answering with %v %v", t.name, a.v4, a.v6)
+	log.Infof("target %s: answering with %v %v", t.Name, a.v4, a.v6)
 }
 
 // logSelection says what a discovered target selects, or why it is
 // disabled; called once per change.
 func (hc *hostCache) logSelection(t *target) {
-	s := t.sel
-	if !s.enabled() {
-		err := s.err
+	if !t.Enabled() {
+		err := t.Err
 		if err == nil {
-			err = errNoZones
+			err = rules.ErrNoZones
 		}
-		log.Errorf("target %s is disabled: %v", t.name, err)
+		log.Errorf("target %s is disabled: %v", t.Name, err)
 		return
 	}
-	log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v", t.name, s.zones, s.ingressClasses, s.gatewayClasses, s.gateways)
+	s := t.Spec
+	if s.Direct != "" {
+		log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v, answered with Service %s (direct)", t.Name, s.Zones, s.IngressClasses, s.GatewayClasses, s.Gateways, s.Direct)
+		return
+	}
+	log.Infof("target %s: zones %v, ingress classes %v, gateway classes %v, gateways %v", t.Name, s.Zones, s.IngressClasses, s.GatewayClasses, s.Gateways)
 }

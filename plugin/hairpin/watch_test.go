@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	core "k8s.io/api/core/v1"
 	networking "k8s.io/api/networking/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +33,7 @@ func ingress(ns, name, class string, hosts ...string) *networking.Ingress {
 func ingressClassObj(name string, isDefault bool, created time.Time) *networking.IngressClass {
 	ic := &networking.IngressClass{ObjectMeta: meta.ObjectMeta{Name: name, CreationTimestamp: meta.NewTime(created)}}
 	if isDefault {
-		ic.Annotations = map[string]string{defaultClassAnnotation: "true"}
+		ic.Annotations = map[string]string{rules.DefaultIngressClassAnnotation: "true"}
 	}
 	return ic
 }
@@ -49,8 +51,8 @@ func targetService(name, clusterIP, zones, ingressClasses string) *core.Service 
 	return &core.Service{
 		ObjectMeta: meta.ObjectMeta{
 			Namespace: defaultTargetsNamespace, Name: name,
-			Labels:      map[string]string{targetLabel: ""},
-			Annotations: map[string]string{zonesAnnotation: zones, ingressClassesAnnotation: ingressClasses},
+			Labels:      map[string]string{rules.TargetLabel: ""},
+			Annotations: map[string]string{rules.ZonesAnnotation: zones, rules.IngressClassesAnnotation: ingressClasses},
 		},
 		Spec: core.ServiceSpec{ClusterIP: clusterIP, ClusterIPs: []string{clusterIP}},
 	}
@@ -163,7 +165,7 @@ func TestIngressClassFilterAndDefaultClassFlip(t *testing.T) {
 	t0 := time.Now().Add(-time.Hour)
 	nginx := "nginx"
 	legacy := ingress("default", "legacy", "")
-	legacy.Annotations = map[string]string{legacyClassAnnotation: "nginx"}
+	legacy.Annotations = map[string]string{rules.LegacyIngressClassAnnotation: "nginx"}
 	legacy.Spec.Rules = []networking.IngressRule{{Host: "legacy.example.com"}}
 	hc, client := fakeCache(t, settings{ingressClasses: []string{nginx}},
 		proxyService("127.77.0.10"),
@@ -225,7 +227,7 @@ func TestHostsOutsideZonesAndInvalidHostsAreRejected(t *testing.T) {
 	hc.mu.Lock()
 	got := hc.claims.rejectedByReason()
 	hc.mu.Unlock()
-	if got[reasonOutsideZones] != 1 || got[reasonInvalid] != 1 {
+	if got[rules.ReasonOutsideZones] != 1 || got[rules.ReasonInvalid] != 1 {
 		t.Errorf("rejected = %v, want one outside_zones and one invalid", got)
 	}
 }

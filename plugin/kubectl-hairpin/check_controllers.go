@@ -16,7 +16,7 @@ func checkControllers(f *Facts) []Check {
 	var out []Check
 	for _, c := range f.Controllers {
 		out = append(out, controllerFound(c))
-		verdict := judgeLBs(c.LBs)
+		verdict := judgeLBs(f.Dataplane, c.LBs)
 		for _, class := range c.IngressClasses {
 			out = append(out, ingressClassTarget(f, c, class, verdict))
 		}
@@ -55,8 +55,8 @@ func ingressClassTarget(f *Facts, c Controller, class string, v lbVerdict) Check
 	if !f.TargetsRead {
 		return newCheck(idIngressClassTarget, Warn, "ingress class %q is served by a controller that requires PROXY; whether a target selects it is unknown (targets could not be read)", class).on(objects...).hint("see cluster-access")
 	}
-	if sel := f.TargetSet.ForIngress(class); sel.Target != "" {
-		return newCheck(idIngressClassTarget, OK, "ingress class %q is served by a controller that requires PROXY, and target %s selects it", class, sel.Target).on(objects...).on("service/" + sel.Target)
+	if sel := f.TargetSet.ForIngress(class); sel.Name() != "" {
+		return newCheck(idIngressClassTarget, OK, "ingress class %q is served by a controller that requires PROXY, and target %s selects it", class, sel.Name()).on(objects...).on("service/" + sel.Name())
 	}
 	if off := disabledFor(f, class, nil); len(off) > 0 {
 		return newCheck(idIngressClassTarget, Fail, "ingress class %q is served by a controller that requires PROXY, and no target selects it: %s would, but %s disabled", class, listed(off), verb(len(off), "is", "are")).on(objects...).
@@ -74,8 +74,8 @@ func gatewayTarget(f *Facts, c Controller, g GatewayRef, v lbVerdict) Check {
 	if !f.TargetsRead {
 		return newCheck(idGatewayTarget, Warn, "Gateway %s is served by a controller that requires PROXY; whether a target selects it is unknown (targets could not be read)", g.Key()).on(objects...).hint("see cluster-access")
 	}
-	if sel := f.TargetSet.ForGateway(g.Namespace, g.Name, g.Class); sel.Target != "" {
-		return newCheck(idGatewayTarget, OK, "Gateway %s (class %s) is served by a controller that requires PROXY, and target %s selects it", g.Key(), g.Class, sel.Target).on(objects...).on("service/" + sel.Target)
+	if sel := f.TargetSet.ForGateway(g.Namespace, g.Name, g.Class); sel.Name() != "" {
+		return newCheck(idGatewayTarget, OK, "Gateway %s (class %s) is served by a controller that requires PROXY, and target %s selects it", g.Key(), g.Class, sel.Name()).on(objects...).on("service/" + sel.Name())
 	}
 	if off := disabledFor(f, "", &g); len(off) > 0 {
 		return newCheck(idGatewayTarget, Fail, "Gateway %s (class %s) is served by a controller that requires PROXY, and no target selects it: %s would, but %s disabled", g.Key(), g.Class, listed(off), verb(len(off), "is", "are")).on(objects...).
@@ -92,12 +92,12 @@ func gatewayTarget(f *Facts, c Controller, g GatewayRef, v lbVerdict) Check {
 func selectsAny(f *Facts, c Controller, target string) []string {
 	var out []string
 	for _, class := range c.IngressClasses {
-		if f.TargetSet.ForIngress(class).Target == target {
+		if f.TargetSet.ForIngress(class).Name() == target {
 			out = append(out, fmt.Sprintf("ingress class %q", class))
 		}
 	}
 	for _, g := range c.Gateways {
-		if f.TargetSet.ForGateway(g.Namespace, g.Name, g.Class).Target == target {
+		if f.TargetSet.ForGateway(g.Namespace, g.Name, g.Class).Name() == target {
 			out = append(out, "Gateway "+g.Key())
 		}
 	}

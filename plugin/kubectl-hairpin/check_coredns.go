@@ -5,21 +5,23 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
 	core "k8s.io/api/core/v1"
 )
 
-// Names of the CoreDNS metrics read here (plugin/hairpin/metrics.go, and
+// The CoreDNS metrics read here: the plugin's, named in package rules, and
 // CoreDNS's own coredns_plugin_enabled, set per server block by the
-// prometheus plugin).
+// prometheus plugin.
 const (
 	metricPluginEnabled  = "coredns_plugin_enabled"
-	metricHairpinPrefix  = "coredns_hairpin_"
-	metricKindSynced     = "coredns_hairpin_kind_synced"
-	metricWatchErrors    = "coredns_hairpin_watch_errors_total"
-	metricTargets        = "coredns_hairpin_targets"
-	metricHostsRejected  = "coredns_hairpin_hosts_rejected"
-	metricUnselected     = "coredns_hairpin_unselected_objects"
-	metricConflicts      = "coredns_hairpin_conflicts"
+	metricHairpinPrefix  = rules.MetricPrefix
+	metricKindSynced     = rules.MetricKindSynced
+	metricWatchErrors    = rules.MetricWatchErrors
+	metricTargets        = rules.MetricTargets
+	metricHostsRejected  = rules.MetricHostsRejected
+	metricUnselected     = rules.MetricUnselected
+	metricConflicts      = rules.MetricConflicts
 	ourImage             = "ghcr.io/coredns-hairpin/coredns"
 	ourImageMark         = "coredns-hairpin"
 	hairpinPluginName    = "hairpin"

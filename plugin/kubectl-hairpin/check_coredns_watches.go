@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 func corednsKinds(f *Facts) Check {
@@ -111,7 +113,7 @@ func corednsTargets(f *Facts) Check {
 	for _, p := range pods {
 		objects = append(objects, podObject(p.Pod))
 		st := perCache(p.Metrics, metricTargets, "state")
-		serving, noAddr, disabled := int(st["serving"]), int(st["no_addresses"]), int(st["disabled"])
+		serving, noAddr, disabled := int(st[rules.StateServing]), int(st[rules.StateNoAddresses]), int(st[rules.StateDisabled])
 		switch {
 		case disabled > 0:
 			return newCheck(idCoreDNSTargets, Fail, "CoreDNS pod %s has %s", p.Pod.Name, plural(disabled, "disabled target", "disabled targets")).on(objects...).

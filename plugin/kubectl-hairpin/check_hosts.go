@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	core "k8s.io/api/core/v1"
 )
@@ -47,7 +47,7 @@ func countSuffix(n int, ok bool, what string) string {
 }
 
 func hostsOutsideZones(f *Facts) []Check {
-	count, counted := corednsCount(f, metricHostsRejected, "reason", hairpin.ReasonOutsideZones)
+	count, counted := corednsCount(f, metricHostsRejected, "reason", rules.ReasonOutsideZones)
 	var out []Check
 	for _, t := range f.Targets {
 		name := targetName(t)
@@ -56,11 +56,11 @@ func hostsOutsideZones(f *Facts) []Check {
 		}
 		var hosts, objects []string
 		for _, o := range f.HostObjects {
-			if o.Selection.Target != name {
+			if o.Selection.Name() != name {
 				continue
 			}
 			for _, h := range o.Hosts {
-				if f.TargetSet.Rejection(name, h) == hairpin.ReasonOutsideZones && !slices.Contains(hosts, hostName(h)) {
+				if f.TargetSet.Rejection(name, h) == rules.ReasonOutsideZones && !slices.Contains(hosts, hostName(h)) {
 					hosts = append(hosts, hostName(h))
 					objects = append(objects, o.Object)
 				}
@@ -116,11 +116,20 @@ func (u *unselected) matches(o HostObject) bool {
 	return o.Gateway == nil && o.IngressClass == u.class
 }
 
+// objectKinds are the values of the kind label of metricUnselected.
+func objectKinds() []string {
+	kinds := make([]string, rules.KindCount)
+	for k := range rules.KindCount {
+		kinds[k] = k.String()
+	}
+	return kinds
+}
+
 func hostsUnselected(f *Facts) []Check {
-	count, counted := corednsCount(f, metricUnselected, "kind", "ingress", "gateway", "httproute", "grpcroute", "tlsroute")
+	count, counted := corednsCount(f, metricUnselected, "kind", objectKinds()...)
 	var groups []*unselected
 	for _, o := range f.HostObjects {
-		if o.Selection.Target != "" {
+		if o.Selection.Name() != "" {
 			continue
 		}
 		i := slices.IndexFunc(groups, func(u *unselected) bool { return u.matches(o) })
@@ -154,9 +163,9 @@ func hostsUnselected(f *Facts) []Check {
 			upstream = ctrl.Upstream
 		}
 		switch off := disabledFor(f, u.class, u.gateway); {
-		case ctrl != nil && !judgeLBs(ctrl.LBs).needed:
+		case ctrl != nil && !judgeLBs(f.Dataplane, ctrl.LBs).needed:
 			c.Status = OK
-			c.Message = fmt.Sprintf("%s of %s %s hosts that no target selects, and need none: %s", plural(len(u.objects), "object", "objects"), u, verb(len(u.objects), "names", "name"), judgeLBs(ctrl.LBs).why)
+			c.Message = fmt.Sprintf("%s of %s %s hosts that no target selects, and need none: %s", plural(len(u.objects), "object", "objects"), u, verb(len(u.objects), "names", "name"), judgeLBs(f.Dataplane, ctrl.LBs).why)
 		case len(off) > 0:
 			c = c.hint("%s would select them but %s disabled: fix it (see its target-zones and target-annotations lines)", listed(off), verb(len(off), "is", "are"))
 		case ctrl != nil:
@@ -185,21 +194,21 @@ func controllerOf(f *Facts, class string, g *GatewayRef) *Controller {
 }
 
 func hostsConflicts(f *Facts) []Check {
-	objCount, objCounted := corednsCount(f, metricConflicts, "kind", "object")
-	hostCount, _ := corednsCount(f, metricConflicts, "kind", "host")
+	objCount, objCounted := corednsCount(f, metricConflicts, "kind", rules.ConflictObject)
+	hostCount, _ := corednsCount(f, metricConflicts, "kind", rules.ConflictHost)
 	var out []Check
 	byHost := map[string][]HostObject{}
 	for _, o := range f.HostObjects {
-		if o.Selection.Target == "" {
+		if o.Selection.Name() == "" {
 			continue
 		}
 		if o.Selection.Conflict {
-			out = append(out, newCheck(idHostsConflicts, Warn, "%s is selected by several targets; %s answers its hosts (the more specific selection wins: Gateway name, then class, then *, then the first name)", o.Object, o.Selection.Target).
-				on(o.Object, "service/"+o.Selection.Target).
+			out = append(out, newCheck(idHostsConflicts, Warn, "%s is selected by several targets; %s answers its hosts (the more specific selection wins: Gateway name, then class, then *, then the first name)", o.Object, o.Selection.Name()).
+				on(o.Object, "service/"+o.Selection.Name()).
 				hint("give each class or Gateway to one target: remove it from the other targets' targets.NAME.ingressClasses/gatewayClasses/gateways"))
 		}
 		for _, h := range o.Hosts {
-			if f.TargetSet.Rejection(o.Selection.Target, h) == "" {
+			if f.TargetSet.Rejection(o.Selection.Name(), h) == "" {
 				byHost[h] = append(byHost[h], o)
 			}
 		}
@@ -208,8 +217,8 @@ func hostsConflicts(f *Facts) []Check {
 	for h, objs := range byHost {
 		var targets []string
 		for _, o := range objs {
-			if !slices.Contains(targets, o.Selection.Target) {
-				targets = append(targets, o.Selection.Target)
+			if !slices.Contains(targets, o.Selection.Name()) {
+				targets = append(targets, o.Selection.Name())
 			}
 		}
 		if len(targets) > 1 {
@@ -221,8 +230,8 @@ func hostsConflicts(f *Facts) []Check {
 		var objects, targets []string
 		for _, o := range byHost[h] {
 			objects = append(objects, o.Object)
-			if !slices.Contains(targets, o.Selection.Target) {
-				targets = append(targets, o.Selection.Target)
+			if !slices.Contains(targets, o.Selection.Name()) {
+				targets = append(targets, o.Selection.Name())
 			}
 		}
 		slices.Sort(targets)

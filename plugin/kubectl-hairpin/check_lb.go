@@ -4,14 +4,14 @@ import (
 	"strings"
 )
 
-// checkLoadBalancers says, per controller, whether its load balancer's
-// status makes hairpin needed at all, and warns of targets that front a
-// controller that needs none.
+// checkLoadBalancers names the dataplane, says per controller whether its
+// load balancer's status makes hairpin needed at all, and warns of targets
+// that front a controller that needs none.
 func checkLoadBalancers(f *Facts) []Check {
-	var out []Check
+	out := []Check{checkDataplane(f)}
 	unnecessary := 0
 	for _, c := range f.Controllers {
-		v := judgeLBs(c.LBs)
+		v := judgeLBs(f.Dataplane, c.LBs)
 		objects := []string{c.Object}
 		for _, lb := range c.LBs {
 			objects = append(objects, serviceObject(lb))
@@ -21,8 +21,8 @@ func checkLoadBalancers(f *Facts) []Check {
 			out = append(out, newCheck(idLBStatus, Warn, "%s %s: %s; hairpin is needed once it has an IP", c.Kind, c.Object, v.why).on(objects...).
 				hint("re-run once the cloud controller has set status.loadBalancer.ingress: kubectl -n %s get svc %s", c.LBs[0].Namespace, c.LBs[0].Name))
 		case len(c.LBs) == 0:
-			out = append(out, newCheck(idLBStatus, Warn, "%s %s: %s; hairpin is needed only where kube-proxy short-circuits an address, so this is assumed", c.Kind, c.Object, v.why).on(objects...).
-				hint("if clients reach it through a load balancer that kube-proxy does not know (no LoadBalancer Service, no externalIPs), no target is needed"))
+			out = append(out, newCheck(idLBStatus, Warn, "%s %s: %s; hairpin is needed only where %s short-circuits an address, so this is assumed", c.Kind, c.Object, v.why, f.Dataplane.Name()).on(objects...).
+				hint("if clients reach it through a load balancer that %s does not know (no LoadBalancer Service, no externalIPs), no target is needed", f.Dataplane.Name()))
 		case v.needed:
 			out = append(out, newCheck(idLBStatus, OK, "%s %s needs hairpin: %s", c.Kind, c.Object, v.why).on(objects...))
 		default:

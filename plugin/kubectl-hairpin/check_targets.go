@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+	"github.com/coredns-hairpin/hairpin/proxy/routeflag"
 
 	core "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,16 +25,16 @@ func checkTargets(f *Facts) []Check {
 		return []Check{newCheck(idTargetsFound, Warn, "targets were not checked: the Services in %s could not be listed", ns).hint("see cluster-access")}
 	}
 	if len(f.Targets) == 0 {
-		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, hairpin.TargetLabel)
+		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, rules.TargetLabel)
 		needing := 0
 		for _, ctrl := range f.Controllers {
-			if judgeLBs(ctrl.LBs).needed {
+			if judgeLBs(f.Dataplane, ctrl.LBs).needed {
 				needing++
 			}
 		}
 		if needing > 0 {
 			c.Status = Fail
-			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, hairpin.TargetLabel, plural(needing, "controller requires", "controllers require"))
+			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, rules.TargetLabel, plural(needing, "controller requires", "controllers require"))
 		}
 		return []Check{c.hint("install the chart: helm install hairpin manifests/coredns-hairpin -n %s --create-namespace --set-json 'targets.ingress-nginx.zones=[\"example.com\"]'; or pass --namespace where it is installed", ns)}
 	}
@@ -43,29 +44,33 @@ func checkTargets(f *Facts) []Check {
 	}
 	out := []Check{newCheck(idTargetsFound, OK, "%s in %s: %s", plural(len(f.Targets), "target", "targets"), ns, strings.Join(names, ", "))}
 	for _, t := range f.Targets {
+		if t.Direct != "" {
+			out = append(out, directTarget(f, t)...)
+			continue
+		}
 		out = append(out, targetAnnotations(t), targetZones(f, t), targetAddress(t))
 		if t.EndpointsRead {
 			out = append(out, targetEndpoints(f, t))
 			out = append(out, proxyUpstreams(f, t)...)
 		}
 	}
-	return out
+	return append(out, directRequiresProxy(f)...)
 }
 
 func targetName(t TargetFacts) string { return t.Service.Namespace + "/" + t.Service.Name }
 
 // The chart's key of each annotation (targets.NAME.KEY).
 var chartKeys = []struct{ annotation, key string }{
-	{hairpin.ZonesAnnotation, "zones"},
-	{hairpin.IngressClassesAnnotation, "ingressClasses"},
-	{hairpin.GatewayClassesAnnotation, "gatewayClasses"},
-	{hairpin.GatewaysAnnotation, "gateways"},
+	{rules.ZonesAnnotation, "zones"},
+	{rules.IngressClassesAnnotation, "ingressClasses"},
+	{rules.GatewayClassesAnnotation, "gatewayClasses"},
+	{rules.GatewaysAnnotation, "gateways"},
 }
 
 func targetAnnotations(t TargetFacts) Check {
 	name := targetName(t)
 	obj := serviceObject(t.Service)
-	if t.Err != nil && !errors.Is(t.Err, hairpin.ErrNoZones) {
+	if t.Err != nil && !errors.Is(t.Err, rules.ErrNoZones) {
 		key := "zones, ingressClasses, gatewayClasses or gateways"
 		for _, k := range chartKeys {
 			if strings.Contains(t.Err.Error(), k.annotation) {
@@ -96,7 +101,7 @@ func targetZones(f *Facts, t TargetFacts) Check {
 	name := targetName(t)
 	obj := serviceObject(t.Service)
 	switch {
-	case errors.Is(t.Err, hairpin.ErrNoZones):
+	case errors.Is(t.Err, rules.ErrNoZones):
 		zones := suggestZones(f, func(o HostObject) bool { return specNames(t.Spec, o.IngressClass, o.Gateway) })
 		return newCheck(idTargetZones, Fail, "target %s has no zones and serves nothing", name).on(obj).
 			hint("set the zones it may answer (the hosts it selects are in %s): --set-json 'targets.%s.zones=%s'", strings.Join(zones, ", "), chartName(name), jsonList(zones))
@@ -144,12 +149,12 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 	var out []Check
 	for _, p := range t.Service.Spec.Ports {
 		var up, down, unknown, unread, objects []string
-		route := proxyRoute{}
+		var route routeflag.Route
 		forbidden := false
 		for _, pf := range t.Proxies {
 			objects = append(objects, podObject(pf.Pod))
 			r := routeOf(pf.Pod, t.Service, p)
-			if route.name == "" || route.upstream == "" {
+			if route.Name == "" || route.Upstream == "" {
 				route = r
 			}
 			if pf.Err != nil {
@@ -157,7 +162,7 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 				forbidden = forbidden || apierrors.IsForbidden(pf.Err)
 				continue
 			}
-			v, ok := pf.Metrics.Sum(metricUpstreamUp, "route", r.name)
+			v, ok := pf.Metrics.Sum(metricUpstreamUp, "route", r.Name)
 			switch {
 			case !ok:
 				unknown = append(unknown, pf.Pod.Name)
@@ -167,28 +172,28 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 				down = append(down, pf.Pod.Name)
 			}
 		}
-		upstream := route.upstream
+		upstream := route.Upstream
 		if upstream == "" {
 			upstream = "its upstream"
 		}
 		chart := chartName(name)
-		c := newCheck(idProxyUpstream, OK, "route %s of target %s: the proxy reaches %s (%d/%d pods)", route.name, name, upstream, len(up), len(t.Proxies)).on(serviceObject(t.Service)).on(objects...)
+		c := newCheck(idProxyUpstream, OK, "route %s of target %s: the proxy reaches %s (%d/%d pods)", route.Name, name, upstream, len(up), len(t.Proxies)).on(serviceObject(t.Service)).on(objects...)
 		switch {
 		case len(down) > 0:
 			c.Status = Fail
-			c.Message = fmt.Sprintf("route %s of target %s: the proxy cannot reach %s (down in %s)", route.name, name, upstream, listed(down))
+			c.Message = fmt.Sprintf("route %s of target %s: the proxy cannot reach %s (down in %s)", route.Name, name, upstream, listed(down))
 			c = c.hint("check targets.%s.upstream.namespace, .name and .ports (the proxy dials NAME.NAMESPACE.svc.CLUSTERDOMAIN:PORT) and the NetworkPolicies of the upstream's namespace; kubectl -n %s logs %s shows the dial errors", chart, f.Options.TargetsNamespace, down[0])
 		case len(unknown) > 0:
 			c.Status = Fail
-			c.Message = fmt.Sprintf("route %s of target %s: proxy pod %s has no such route, so port %s of the target leads nowhere", route.name, name, listed(unknown), p.Name)
+			c.Message = fmt.Sprintf("route %s of target %s: proxy pod %s has no such route, so port %s of the target leads nowhere", route.Name, name, listed(unknown), p.Name)
 			c = c.hint("the chart renders the target's ports and the proxy's --route flags from the same targets.%s.upstream.ports; helm upgrade again if the manifests were edited by hand", chart)
 		case len(up) == 0 && forbidden:
 			c.Status = Warn
-			c.Message = fmt.Sprintf("route %s of target %s: not checked, may not read the proxy's metrics (get pods/proxy in %s is forbidden)", route.name, name, f.Options.TargetsNamespace)
+			c.Message = fmt.Sprintf("route %s of target %s: not checked, may not read the proxy's metrics (get pods/proxy in %s is forbidden)", route.Name, name, f.Options.TargetsNamespace)
 			c = c.hint("grant get on pods/proxy in %s, or kubectl -n %s port-forward deploy/hairpin-proxy %d & curl -s 'localhost:%d/readyz?verbose'", f.Options.TargetsNamespace, f.Options.TargetsNamespace, healthPort, healthPort)
 		case len(up) == 0:
 			c.Status = Warn
-			c.Message = fmt.Sprintf("route %s of target %s: not checked, the proxy's metrics could not be read: %s", route.name, name, listed(unread))
+			c.Message = fmt.Sprintf("route %s of target %s: not checked, the proxy's metrics could not be read: %s", route.Name, name, listed(unread))
 			c = c.hint("kubectl -n %s port-forward deploy/hairpin-proxy %d & curl -s 'localhost:%d/readyz?verbose'", f.Options.TargetsNamespace, healthPort, healthPort)
 		}
 		out = append(out, c)

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 // checkCase is one state of the cluster and what one check id says of it.
@@ -107,7 +107,7 @@ var checkCases = []checkCase{
 
 	{id: idIngressClassTarget, name: "TargetSelectsTheClass", want: OK, contains: "target hairpin-system/ingress-nginx selects it"},
 	{id: idIngressClassTarget, name: "NoTargetSelectsTheClass", want: Fail, contains: `"ingressClasses":["nginx"]`, change: func(t *testing.T, c *cluster) {
-		find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations[hairpin.IngressClassesAnnotation] = "other"
+		find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations[rules.IngressClassesAnnotation] = "other"
 	}},
 
 	{id: idGatewayTarget, name: "TargetSelectsTheGateway", want: OK, contains: "target hairpin-system/tenant-gw selects it"},
@@ -143,15 +143,15 @@ var checkCases = []checkCase{
 
 	{id: idTargetAnnotations, name: "AnnotationsParse", want: OK, contains: "target hairpin-system/tenant-gw selects gateways tenant/gw"},
 	{id: idTargetAnnotations, name: "MalformedGateways", want: Fail, contains: "fix targets.tenant-gw.gateways", change: func(t *testing.T, c *cluster) {
-		find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations[hairpin.GatewaysAnnotation] = "gw"
+		find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations[rules.GatewaysAnnotation] = "gw"
 	}},
 
 	{id: idTargetZones, name: "ZonesSet", want: OK, contains: "target hairpin-system/ingress-nginx may answer zones example.com"},
 	{id: idTargetZones, name: "NoZones", want: Fail, contains: `--set-json 'targets.ingress-nginx.zones=["example.com"]'`, change: func(t *testing.T, c *cluster) {
-		delete(find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations, hairpin.ZonesAnnotation)
+		delete(find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations, rules.ZonesAnnotation)
 	}},
 	{id: idTargetZones, name: "RootZone", want: Warn, contains: "the hijack guard is off", change: func(t *testing.T, c *cluster) {
-		find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations[hairpin.ZonesAnnotation] = "."
+		find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations[rules.ZonesAnnotation] = "."
 	}},
 
 	{id: idTargetAddress, name: "ClusterIP", want: OK, contains: "target hairpin-system/tenant-gw answers with 127.77.1.2"},
@@ -190,7 +190,7 @@ var checkCases = []checkCase{
 
 	{id: idHostsConflicts, name: "NoConflict", want: OK, contains: "no object is selected by several targets"},
 	{id: idHostsConflicts, name: "TwoTargetsSelectOneIngress", want: Warn, contains: "ingress/default/app is selected by several targets; hairpin-system/ingress-nginx answers", change: func(t *testing.T, c *cluster) {
-		c.addTarget("catch-all", "127.77.1.3", map[string]string{hairpin.ZonesAnnotation: "example.com", hairpin.IngressClassesAnnotation: "*"}, namedPort("http", 80, "8090"))
+		c.addTarget("catch-all", "127.77.1.3", map[string]string{rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "*"}, namedPort("http", 80, "8090"))
 	}},
 
 	{id: idNodeLocalDNS, name: "NotInstalled", want: OK, contains: "node-local-dns is not installed"},

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -38,7 +38,7 @@ type cluster struct {
 	metrics map[string]string // "podIP:port" -> Prometheus text
 }
 
-// The pod addresses of healthyCluster: the DESIGN's test range, reached
+// The pod addresses of healthyCluster: the test cluster's range, reached
 // only through harness.PodNetwork.
 const (
 	corednsA = "198.18.0.10"
@@ -118,10 +118,10 @@ func healthyCluster() *cluster {
 	)
 
 	c.addTarget("ingress-nginx", "127.77.1.1", map[string]string{
-		hairpin.ZonesAnnotation: "example.com", hairpin.IngressClassesAnnotation: "nginx",
+		rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "nginx",
 	}, namedPort("http", 80, "8080"), namedPort("https", 443, "8443"))
 	c.addTarget("tenant-gw", "127.77.1.2", map[string]string{
-		hairpin.ZonesAnnotation: "tenant.org", hairpin.GatewaysAnnotation: "tenant/gw",
+		rules.ZonesAnnotation: "tenant.org", rules.GatewaysAnnotation: "tenant/gw",
 	}, namedPort("http", 80, "8081"))
 	proxyLabels := map[string]string{"app.kubernetes.io/name": "hairpin-proxy", "app.kubernetes.io/instance": "hairpin"}
 	for _, p := range []struct{ name, ip string }{{"hairpin-proxy-a", proxyA}, {"hairpin-proxy-b", proxyB}} {
@@ -139,7 +139,7 @@ func healthyCluster() *cluster {
 // proxy pods, ready) and nothing else: the pods are shared.
 func (c *cluster) addTarget(name, clusterIP string, annotations map[string]string, ports ...core.ServicePort) {
 	svc := service("hairpin-system", name, map[string]string{"app.kubernetes.io/name": "hairpin-proxy"}, clusterIP, ports...)
-	svc.Labels = map[string]string{hairpin.TargetLabel: name}
+	svc.Labels = map[string]string{rules.TargetLabel: name}
 	svc.Annotations = annotations
 	ready := true
 	es := &discovery.EndpointSlice{

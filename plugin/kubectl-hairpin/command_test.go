@@ -108,6 +108,19 @@ current-context: c
 			[]string{"check", "--kubeconfig", e.cp.Kubeconfig}, 0, "Status: 0 failures, 1 warning", ""},
 		{"BrokenFails", brokenCluster, []string{"check", "--kubeconfig", e.cp.Kubeconfig, "-o", "json"}, 1, `"status": "fail"`, ""},
 		{"AsKubectlPlugin", brokenCluster, []string{"--kubeconfig", e.cp.Kubeconfig, "hairpin", "check"}, 1, "× ingress class \"tenant-a\"", ""},
+		// The connection flags work before the subcommand as after it:
+		// kubectl passes `kubectl hairpin --kubeconfig X check` as it is.
+		{"ConnectionFlagsBeforeCheck", func(*testing.T) *cluster { return healthyCluster() },
+			[]string{"--kubeconfig", e.cp.Kubeconfig, "--context", "envtest", "-n", "hairpin-system", "--request-timeout", "20s", "check"}, 0, "Status: 0 failures, 0 warnings", ""},
+		{"ConnectionFlagsAfterCheck", func(*testing.T) *cluster { return healthyCluster() },
+			[]string{"check", "--kubeconfig", e.cp.Kubeconfig, "--context", "envtest", "-n", "hairpin-system", "--request-timeout", "20s"}, 0, "Status: 0 failures, 0 warnings", ""},
+		{"ConnectionFlagsOnBothSides", func(*testing.T) *cluster { return healthyCluster() },
+			[]string{"--kubeconfig=" + e.cp.Kubeconfig, "check", "--context=envtest", "-o", "json"}, 0, `"id": "targets-found"`, ""},
+		{"NamespaceBeforeCheckIsUsed", func(*testing.T) *cluster { return healthyCluster() },
+			[]string{"-n", "elsewhere", "--kubeconfig", e.cp.Kubeconfig, "check"}, 1, "no target in elsewhere", ""},
+		{"ContextBeforeCheckIsUsed", nil, []string{"--context", "nosuch", "--kubeconfig", e.cp.Kubeconfig, "check"}, 2, "", `context "nosuch" does not exist`},
+		{"UnknownFlagBeforeCheck", nil, []string{"--kubeconfig", e.cp.Kubeconfig, "--no-such-flag", "check"}, 2, "", "unknown flag: --no-such-flag"},
+		{"AsKubectlPluginFlagsFirst", brokenCluster, []string{"hairpin", "--kubeconfig", e.cp.Kubeconfig, "check"}, 1, "× ingress class \"tenant-a\"", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,10 +128,13 @@ current-context: c
 				e.apply(t, tc.cluster(t))
 			}
 			path, args := bin, tc.args
-			if tc.name == "AsKubectlPlugin" {
+			switch tc.name {
+			case "AsKubectlPlugin":
 				path = kubectl
 				// kubectl refuses its own flags before a plugin's name.
 				args = append(tc.args[2:], tc.args[:2]...)
+			case "AsKubectlPluginFlagsFirst":
+				path = kubectl
 			}
 			code, stdout, stderr := runCommand(t, path, args...)
 			if code != tc.code || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
@@ -131,5 +147,41 @@ current-context: c
 				}
 			}
 		})
+	}
+}
+
+// TestCommandTakesKubectlConnectionFlags: `check --help` lists each of
+// kubectl's connection flags (cli-runtime v0.37's ConfigFlags.AddFlags),
+// and each is accepted before the subcommand as after it.
+func TestCommandTakesKubectlConnectionFlags(t *testing.T) {
+	bin := command(t)
+	configFlags := []string{
+		"--kubeconfig", "--cache-dir", "--client-certificate", "--client-key", "--token", "--as", "--as-uid",
+		"--as-group", "--as-user-extra", "--username", "--password", "--cluster", "--user", "-n, --namespace",
+		"--context", "-s, --server", "--tls-server-name", "--insecure-skip-tls-verify", "--certificate-authority",
+		"--request-timeout", "--disable-compression", "--proxy-url",
+	}
+	code, _, help := runCommand(t, bin, "check", "--help")
+	if code != 0 {
+		t.Fatalf("check --help: exit %d\n%s", code, help)
+	}
+	for _, f := range configFlags {
+		if !strings.Contains(help, "  "+f+" ") {
+			t.Errorf("check --help does not list %s:\n%s", f, help)
+		}
+	}
+	// A kubeconfig that cannot be read ends each run at the same point:
+	// every flag before it was taken, in either place.
+	for _, args := range [][]string{
+		{"--cache-dir", "/tmp/c", "--as", "u", "--as-group", "g", "--as-user-extra", "k=v", "--cluster", "c", "--user", "u", "-s", "https://127.0.0.1:1", "--tls-server-name", "n", "--insecure-skip-tls-verify", "--disable-compression", "--proxy-url", "http://127.0.0.1:1", "--request-timeout", "1s", "--kubeconfig", "/nonexistent"},
+	} {
+		before := append(slices.Clone(args), "check")
+		after := append([]string{"check"}, args...)
+		for _, a := range [][]string{before, after} {
+			code, _, stderr := runCommand(t, bin, a...)
+			if code != 2 || !strings.Contains(stderr, "/nonexistent") {
+				t.Errorf("%v: exit %d; want 2, the kubeconfig unreadable:\n%s", a, code, stderr)
+			}
+		}
 	}
 }

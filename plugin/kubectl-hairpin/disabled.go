@@ -3,7 +3,7 @@ package kubectlhairpin
 import (
 	"slices"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 // disabledFor lists the disabled targets whose annotations name an
@@ -21,7 +21,7 @@ func disabledFor(f *Facts, class string, g *GatewayRef) []string {
 
 // specNames reports whether a target's annotations name the class or the
 // Gateway g, by name, class or "*".
-func specNames(s hairpin.TargetSpec, class string, g *GatewayRef) bool {
+func specNames(s rules.TargetSpec, class string, g *GatewayRef) bool {
 	if g != nil {
 		return slices.Contains(s.Gateways, g.Key()) || slices.Contains(s.GatewayClasses, g.Class) || slices.Contains(s.GatewayClasses, "*")
 	}

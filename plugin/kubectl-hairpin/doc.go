@@ -1,7 +1,7 @@
 // Package kubectlhairpin is the library of the `kubectl hairpin` plugin: its
 // `check` subcommand reads a live cluster with the caller's credentials and
 // says whether hairpin traffic is fixed, and what to do where it is not
-// (DESIGN.md, "kubectl hairpin check").
+// (docs/architecture.md, "The pieces").
 //
 // It is read-only: it gets and lists objects, and GETs pods' metrics through
 // the apiserver's pod proxy; it creates, patches and deletes nothing.

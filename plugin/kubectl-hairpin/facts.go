@@ -1,7 +1,7 @@
 package kubectlhairpin
 
 import (
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	core "k8s.io/api/core/v1"
 )
@@ -29,7 +29,7 @@ type Facts struct {
 	// Targets are the labelled Services in the targets namespace.
 	Targets []TargetFacts
 	// TargetSet holds the same targets with the plugin's selection rules.
-	TargetSet *hairpin.Targets
+	TargetSet rules.Set
 
 	// Controllers are the controllers found to require PROXY.
 	Controllers []Controller
@@ -39,6 +39,12 @@ type Facts struct {
 
 	// NodeLocalDNS are the node-local-dns DaemonSets.
 	NodeLocalDNS []NodeLocalDNS
+
+	// Dataplane is what short-circuits the load balancers' addresses.
+	Dataplane Dataplane
+
+	// hints is the report's plan of the targets its hints add.
+	hints *hintPlan
 }
 
 // Options says where to look.
@@ -90,7 +96,7 @@ type PodFacts struct {
 type TargetFacts struct {
 	Service *core.Service
 	// Spec is what its annotations select; Err is why it is disabled.
-	Spec hairpin.TargetSpec
+	Spec rules.TargetSpec
 	Err  error
 	// ReadyEndpoints and Endpoints count its EndpointSlices' endpoints.
 	ReadyEndpoints, Endpoints int
@@ -98,6 +104,16 @@ type TargetFacts struct {
 	EndpointsRead bool
 	// Proxies are the ready proxy pods behind it, with their metrics.
 	Proxies []PodFacts
+
+	// Direct is the namespace/name of its direct-service annotation: a
+	// direct target answers with that Service's ClusterIPs, no proxy in
+	// between. DirectErr says why the annotation does not parse.
+	Direct    string
+	DirectErr error
+	// DirectService is the Service named; nil when it does not exist or
+	// could not be read (DirectRead false).
+	DirectService *core.Service
+	DirectRead    bool
 }
 
 // Controller is one ingress controller or Gateway data plane that requires
@@ -114,7 +130,8 @@ type Controller struct {
 	// IngressClasses and Gateways are what it serves.
 	IngressClasses []string
 	Gateways       []GatewayRef
-	// LBs are its LoadBalancer Services.
+	// LBs are its Services that outside clients reach at an address the
+	// dataplane knows: LoadBalancer Services, and any with externalIPs.
 	LBs []*core.Service
 	// Upstream is the Service a target's proxy should relay to; nil when
 	// none was found.
@@ -146,7 +163,7 @@ type HostObject struct {
 	// Hosts are lowercase FQDNs.
 	Hosts []string
 	// Selection is the target that answers the hosts.
-	Selection hairpin.Selection
+	Selection rules.Selection[*rules.Target]
 }
 
 // Managed is evidence that the cluster DNS is managed for the user.

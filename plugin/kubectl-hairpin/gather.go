@@ -5,40 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 )
-
-// Clients are what Gather reads the cluster with.
-type Clients struct {
-	Kube    kubernetes.Interface
-	Gateway gwclient.Interface
-	Dynamic dynamic.Interface
-	Metrics MetricsSource
-}
-
-// NewClients returns clients for cfg that read metrics through the pod
-// proxy.
-func NewClients(cfg *rest.Config) (Clients, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return Clients{}, fmt.Errorf("kubernetes client: %w", err)
-	}
-	gwc, err := gwclient.NewForConfig(cfg)
-	if err != nil {
-		return Clients{}, fmt.Errorf("gateway API client: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return Clients{}, fmt.Errorf("dynamic client: %w", err)
-	}
-	return Clients{Kube: kube, Gateway: gwc, Dynamic: dyn, Metrics: PodProxy{Client: kube}}, nil
-}
 
 // ErrUnreadable wraps the error of a cluster that could not be read at
 // all: unreachable, or the credentials were refused.
@@ -63,11 +33,13 @@ type gatherer struct {
 // the apiserver cannot be reached or refuses the credentials; a read the
 // caller may not make is recorded in Facts.Denied instead.
 func Gather(ctx context.Context, c Clients, opts Options) (*Facts, error) {
-	g := &gatherer{c: c, f: &Facts{Options: opts.withDefaults(), TargetSet: hairpin.NewTargets()}}
+	g := &gatherer{c: c, f: &Facts{Options: opts.withDefaults(), TargetSet: rules.Set{}}}
 	steps := []func(context.Context) error{
 		g.discover,
 		g.listObjects,
+		g.gatherDataplane,
 		g.gatherTargets,
+		g.gatherDirect,
 		g.gatherCoreDNS,
 		g.gatherIngressNginx,
 		g.gatherGatewayControllers,

@@ -36,7 +36,7 @@ func (g *gatherer) gatherGatewayControllers(ctx context.Context) error {
 		ref := GatewayRef{Namespace: gwy.Namespace, Name: gwy.Name, Class: string(gwy.Spec.GatewayClassName)}
 		c := &Controller{Kind: gatewayControllerKind(classes[ref.Class]), Object: gatewayObject(ref), Gateways: []GatewayRef{ref}}
 		for _, svc := range g.gatewayServices(ref) {
-			if svc.Spec.Type == core.ServiceTypeLoadBalancer {
+			if exposed(svc) {
 				c.LBs = append(c.LBs, svc)
 			}
 			if c.Upstream == nil || svc.Spec.Type == core.ServiceTypeLoadBalancer && c.Upstream.Spec.Type != core.ServiceTypeLoadBalancer {

@@ -4,43 +4,53 @@ import (
 	"context"
 	"maps"
 	"slices"
-	"strings"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
-
-	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	gw "sigs.k8s.io/gateway-api/apis/v1"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 // gatherHostObjects lists the hosts every Ingress, Gateway and route
 // names, and the target each is selected by, with the plugin's own rules.
 func (g *gatherer) gatherHostObjects(context.Context) error {
 	ts := g.f.TargetSet
+	classes := make([]rules.IngressClass, len(g.cache.ingressClasses))
+	for i := range g.cache.ingressClasses {
+		classes[i] = rules.ReadIngressClass(&g.cache.ingressClasses[i])
+	}
+	defaultClass := rules.DefaultIngressClass(classes)
 	for i := range g.cache.ingresses {
 		ing := &g.cache.ingresses[i]
-		class := hairpin.IngressClass(ing, g.cache.ingressClasses)
+		class := rules.IngressClassName(ing)
+		if class == "" {
+			class = defaultClass
+		}
 		g.addHostObject(HostObject{
 			Object: "ingress/" + ing.Namespace + "/" + ing.Name, IngressClass: class,
-			Hosts: hairpin.IngressHosts(ing), Selection: ts.ForIngress(class),
+			Hosts: rules.IngressHosts(ing), Selection: ts.ForIngress(class),
 		})
 	}
-	gateways := map[string]*gw.Gateway{}
+	gateways := map[string]*rules.Gateway{}
 	for i := range g.cache.gateways {
-		gwy := &g.cache.gateways[i]
-		gateways[gwy.Namespace+"/"+gwy.Name] = gwy
-		ref := GatewayRef{Namespace: gwy.Namespace, Name: gwy.Name, Class: string(gwy.Spec.GatewayClassName)}
+		gwy := rules.ReadGateway(&g.cache.gateways[i])
+		gateways[gwy.Key()] = &gwy
+		ref := gatewayRef(&gwy)
 		g.addHostObject(HostObject{
 			Object: gatewayObject(ref), Gateway: &ref,
-			Hosts: hairpin.GatewayHosts(gwy), Selection: ts.ForGateway(ref.Namespace, ref.Name, ref.Class),
+			Hosts: gwy.Hostnames(), Selection: ts.ForGateway(ref.Namespace, ref.Name, ref.Class),
 		})
 	}
-	lookup := func(ns, name string) *gw.Gateway { return gateways[ns+"/"+name] }
-	for _, r := range g.cache.routes {
-		object := routeObject(r)
-		through := hairpin.RouteHosts(r, lookup)
+	lookup := func(ns, name string) *rules.Gateway { return gateways[ns+"/"+name] }
+	for _, obj := range g.cache.routes {
+		r, _, ok := rules.ReadRoute(obj)
+		if !ok {
+			continue
+		}
+		object := r.Kind.String() + "/" + r.Namespace + "/" + r.Name
+		through := map[string][]string{}
+		for _, gh := range rules.RouteHosts(r, lookup) {
+			through[gh.Gateway.Key()] = append(through[gh.Gateway.Key()], gh.Hosts...)
+		}
 		for _, key := range slices.Sorted(maps.Keys(through)) {
-			gwy := gateways[key]
-			ref := GatewayRef{Namespace: gwy.Namespace, Name: gwy.Name, Class: string(gwy.Spec.GatewayClassName)}
+			ref := gatewayRef(gateways[key])
 			g.addHostObject(HostObject{
 				Object: object, Gateway: &ref,
 				Hosts: through[key], Selection: ts.ForGateway(ref.Namespace, ref.Name, ref.Class),
@@ -50,6 +60,10 @@ func (g *gatherer) gatherHostObjects(context.Context) error {
 	return nil
 }
 
+func gatewayRef(g *rules.Gateway) GatewayRef {
+	return GatewayRef{Namespace: g.Namespace, Name: g.Name, Class: g.Class}
+}
+
 // addHostObject keeps o if it names a host, as lowercase FQDNs.
 func (g *gatherer) addHostObject(o HostObject) {
 	var hosts []string
@@ -57,7 +71,7 @@ func (g *gatherer) addHostObject(o HostObject) {
 		if h == "" {
 			continue
 		}
-		fqdn := strings.ToLower(strings.TrimSuffix(h, ".")) + "."
+		fqdn := rules.ToFQDN(h)
 		if !slices.Contains(hosts, fqdn) {
 			hosts = append(hosts, fqdn)
 		}
@@ -67,21 +81,4 @@ func (g *gatherer) addHostObject(o HostObject) {
 	}
 	o.Hosts = hosts
 	g.f.HostObjects = append(g.f.HostObjects, o)
-}
-
-func routeObject(r any) string {
-	m, ok := r.(meta.Object)
-	if !ok {
-		return "route/?"
-	}
-	kind := "route"
-	switch r.(type) {
-	case *gw.HTTPRoute:
-		kind = "httproute"
-	case *gw.GRPCRoute:
-		kind = "grpcroute"
-	case *gw.TLSRoute:
-		kind = "tlsroute"
-	}
-	return kind + "/" + m.GetNamespace() + "/" + m.GetName()
 }

@@ -77,7 +77,7 @@ func (g *gatherer) nginxConfigMapsWithoutWorkload(ctx context.Context, covered m
 		c.IngressClasses = g.nginxClasses(nginxController, "")
 		for j := range g.cache.services {
 			svc := &g.cache.services[j]
-			if svc.Namespace == cm.Namespace && svc.Labels[nginxNameLabel] == nginxNameLabelValue && svc.Spec.Type == core.ServiceTypeLoadBalancer {
+			if svc.Namespace == cm.Namespace && svc.Labels[nginxNameLabel] == nginxNameLabelValue && exposed(svc) {
 				c.LBs = append(c.LBs, svc)
 			}
 		}
@@ -116,7 +116,7 @@ func (g *gatherer) nginxCandidate(in nginxInstance) *Controller {
 		if !selects && svc.Namespace+"/"+svc.Name != publish {
 			continue
 		}
-		if svc.Spec.Type == core.ServiceTypeLoadBalancer {
+		if exposed(svc) {
 			c.LBs = append(c.LBs, svc)
 		}
 		if c.Upstream == nil && servesHTTP(svc) {

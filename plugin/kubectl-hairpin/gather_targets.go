@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
 	core "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -32,7 +32,7 @@ var errNoPodIP = errors.New("the pod has no IP yet")
 func (g *gatherer) gatherTargets(ctx context.Context) error {
 	ns := g.f.Options.TargetsNamespace
 	kube := g.c.Kube
-	svcs, err := kube.CoreV1().Services(ns).List(ctx, meta.ListOptions{LabelSelector: hairpin.TargetLabel})
+	svcs, err := kube.CoreV1().Services(ns).List(ctx, meta.ListOptions{LabelSelector: rules.TargetLabel})
 	if ok, err := g.read(err, "list services in "+ns, "targets are not checked"); !ok {
 		return err
 	}
@@ -62,7 +62,8 @@ func (g *gatherer) gatherTargets(ctx context.Context) error {
 	for i := range svcs.Items {
 		svc := &svcs.Items[i]
 		t := TargetFacts{Service: svc, EndpointsRead: epsRead}
-		t.Spec, t.Err = g.f.TargetSet.Add(svc.Namespace+"/"+svc.Name, svc.Annotations)
+		rt := g.f.TargetSet.Add(svc.Namespace+"/"+svc.Name, svc.Annotations)
+		t.Spec, t.Err = rt.Spec, rt.Err
 		for _, ep := range endpointsOf(eps.Items, svc.Name) {
 			t.Endpoints++
 			if ep.Conditions.Ready != nil && !*ep.Conditions.Ready {

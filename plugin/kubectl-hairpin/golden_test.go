@@ -9,9 +9,8 @@ import (
 	"testing"
 
 	core "k8s.io/api/core/v1"
-	networking "k8s.io/api/networking/v1"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -21,19 +20,9 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // host, node-local-dns without the zones.
 func brokenCluster(t *testing.T) *cluster {
 	c := healthyCluster()
-	c.add(ingress("tenant-a", "portal", "tenant-a", "portal.tenant-a.example.net"),
-		&networking.IngressClass{ObjectMeta: objectMeta("", "tenant-a", nil), Spec: networking.IngressClassSpec{Controller: "k8s.io/ingress-nginx-tenant-a"}})
-	tenantLabels := map[string]string{"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/instance": "tenant-a"}
-	lb := service("tenant-a", "ingress-nginx-controller", tenantLabels, "", namedPort("http", 80, "http"), namedPort("https", 443, "https"))
-	lb.Spec.Type = core.ServiceTypeLoadBalancer
-	lb.Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{IP: "203.0.113.40"}}
-	c.add(lb,
-		&core.ConfigMap{ObjectMeta: objectMeta("tenant-a", "ingress-nginx-controller", tenantLabels), Data: map[string]string{"use-proxy-protocol": "true"}},
-		deployment("tenant-a", "ingress-nginx-controller", tenantLabels, "/nginx-ingress-controller",
-			"--controller-class=k8s.io/ingress-nginx-tenant-a", "--configmap=$(POD_NAMESPACE)/ingress-nginx-controller"),
-		ingress("default", "hijack", "nginx", "login.other.org"),
-	)
-	delete(find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations, hairpin.ZonesAnnotation)
+	addTenantIngressNginx(c, "tenant-a", "203.0.113.40")
+	c.add(ingress("default", "hijack", "nginx", "login.other.org"))
+	delete(find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations, rules.ZonesAnnotation)
 	for _, ip := range []string{proxyA, proxyB} {
 		c.metrics[ip+":9090"] = strings.Replace(c.metrics[ip+":9090"], `route="ingress-nginx-https"} 1`, `route="ingress-nginx-https"} 0`, 1)
 	}

@@ -42,11 +42,12 @@ const (
 
 // addTargetHint is the --set-json that adds a target selecting what sel
 // sets, relaying to upstream, answering the zones of the hosts that match
-// names (example.com when none is known).
+// names (example.com when none is known). The hints of one report compose:
+// each selection gets its own name and container ports, the same each time
+// it is asked for (see hintPlan).
 func addTargetHint(f *Facts, name string, sel chartTarget, upstream *core.Service, names func(HostObject) bool) string {
-	name = freeTargetName(f, name)
+	name, sel.Upstream = f.plan().target(f, name, sel, upstream)
 	sel.Zones = suggestZones(f, names)
-	sel.Upstream = chartUpstreamOf(f, upstream)
 	b, err := json.Marshal(sel)
 	if err != nil {
 		return fmt.Sprintf("add a target named %s", name) // unreachable: plain strings and numbers
@@ -97,22 +98,8 @@ func suggestZones(f *Facts, match func(HostObject) bool) []string {
 }
 
 // chartUpstreamOf fills the upstream from the controller's Service, with
-// container ports that no target uses yet.
-func chartUpstreamOf(f *Facts, svc *core.Service) chartUpstream {
-	used := []int32{healthPort}
-	for _, t := range f.Targets {
-		for _, p := range t.Service.Spec.Ports {
-			used = append(used, p.TargetPort.IntVal)
-		}
-	}
-	next := int32(firstContainerPort)
-	free := func() int32 {
-		for slices.Contains(used, next) {
-			next++
-		}
-		used = append(used, next)
-		return next
-	}
+// the container ports that free gives.
+func chartUpstreamOf(svc *core.Service, free func() int32) chartUpstream {
 	if svc == nil {
 		return chartUpstream{Namespace: "NAMESPACE", Name: "SERVICE", Ports: []chartPort{
 			{Name: "http", Port: 80, ContainerPort: free()}, {Name: "https", Port: 443, ContainerPort: free()},

@@ -34,6 +34,7 @@ const (
 	idIngressClassTarget = "ingress-class-target"
 	idGatewayTarget      = "gateway-target"
 
+	idDataplane         = "dataplane"
 	idLBStatus          = "lb-status"
 	idTargetUnnecessary = "target-unnecessary"
 
@@ -43,6 +44,8 @@ const (
 	idTargetAddress     = "target-address"
 	idTargetEndpoints   = "target-endpoints"
 	idProxyUpstream     = "proxy-upstream"
+
+	idTargetDirectRequiresProxy = "target-direct-requires-proxy"
 
 	idHostsOutsideZones = "hosts-outside-zones"
 	idHostsUnselected   = "hosts-unselected"
@@ -61,10 +64,11 @@ var checkGroups = map[string]string{
 
 	idControllersFound: groupControllers, idIngressClassTarget: groupControllers, idGatewayTarget: groupControllers,
 
-	idLBStatus: groupLB, idTargetUnnecessary: groupLB,
+	idDataplane: groupLB, idLBStatus: groupLB, idTargetUnnecessary: groupLB,
 
 	idTargetsFound: groupTargets, idTargetAnnotations: groupTargets, idTargetZones: groupTargets,
 	idTargetAddress: groupTargets, idTargetEndpoints: groupTargets, idProxyUpstream: groupTargets,
+	idTargetDirectRequiresProxy: groupTargets,
 
 	idHostsOutsideZones: groupHosts, idHostsUnselected: groupHosts, idHostsConflicts: groupHosts,
 

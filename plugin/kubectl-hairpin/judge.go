@@ -10,6 +10,7 @@ import (
 // checks in the order of the facts, which Gather sorts.
 func Judge(f *Facts) Report {
 	r := Report{Checks: []Check{}}
+	f.hints = newHintPlan(f) // one plan per report
 	for _, judge := range []func(*Facts) []Check{
 		checkAccess, checkCoreDNS, checkControllers, checkLoadBalancers, checkTargets, checkHosts, checkDNS,
 	} {

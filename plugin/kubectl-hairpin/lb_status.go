@@ -7,32 +7,41 @@ import (
 	core "k8s.io/api/core/v1"
 )
 
-// lbVerdict is what a controller's LoadBalancer status says about the
-// hairpin problem. kube-proxy (and CNIs that replace it) short-circuits
-// every IP of status.loadBalancer.ingress[] unless its ipMode is Proxy
-// (KEP-1860); a hostname is never short-circuited: in-cluster clients
-// resolve it and go through the load balancer, header and all.
+// lbVerdict is what a controller's exposed Services say about the hairpin
+// problem. The dataplane (kube-proxy, or Cilium replacing it)
+// short-circuits every IP of status.loadBalancer.ingress[] unless its
+// ipMode is Proxy (KEP-1860) and the dataplane honours that, and every
+// spec.externalIPs address; a hostname is never short-circuited: in-cluster
+// clients resolve it and go through the load balancer, header and all.
 type lbVerdict struct {
 	needed  bool   // some address is short-circuited, or nothing is known
 	pending bool   // a LoadBalancer Service without any address yet
 	why     string // for the report
 }
 
-// judgeLBs classifies the LoadBalancer Services of one controller.
-func judgeLBs(lbs []*core.Service) lbVerdict {
+// judgeLBs classifies the exposed Services of one controller on the
+// dataplane d.
+func judgeLBs(d Dataplane, lbs []*core.Service) lbVerdict {
 	if len(lbs) == 0 {
-		return lbVerdict{needed: true, why: "no LoadBalancer Service was found for it"}
+		return lbVerdict{needed: true, why: "no LoadBalancer Service (or Service with externalIPs) was found for it"}
 	}
 	var shortcut, proxied, hostnames, pending []string
 	for _, svc := range lbs {
 		name := svc.Namespace + "/" + svc.Name
+		for _, ip := range svc.Spec.ExternalIPs {
+			shortcut = append(shortcut, fmt.Sprintf("%s %s (externalIPs)", name, ip))
+		}
 		ingress := svc.Status.LoadBalancer.Ingress
-		if len(ingress) == 0 {
+		if len(ingress) == 0 && len(svc.Spec.ExternalIPs) == 0 {
 			pending = append(pending, name)
 		}
 		for _, in := range ingress {
 			switch {
 			case in.IP != "" && in.IPMode != nil && *in.IPMode == core.LoadBalancerIPModeProxy:
+				if why := d.ignoresIPMode(); why != "" {
+					shortcut = append(shortcut, fmt.Sprintf("%s %s (ipMode: Proxy, but %s)", name, in.IP, why))
+					continue
+				}
 				proxied = append(proxied, fmt.Sprintf("%s %s (ipMode: Proxy)", name, in.IP))
 			case in.IP != "":
 				shortcut = append(shortcut, fmt.Sprintf("%s %s (ipMode: %s)", name, in.IP, ipModeOf(in)))
@@ -43,11 +52,17 @@ func judgeLBs(lbs []*core.Service) lbVerdict {
 	}
 	switch {
 	case len(shortcut) > 0:
-		return lbVerdict{needed: true, why: "kube-proxy short-circuits " + strings.Join(shortcut, ", ")}
+		return lbVerdict{needed: true, why: d.Name() + " short-circuits " + strings.Join(shortcut, ", ")}
 	case len(pending) > 0:
 		return lbVerdict{needed: true, pending: true, why: "LoadBalancer " + strings.Join(pending, ", ") + " has no address yet"}
 	}
 	return lbVerdict{why: "nothing is short-circuited: " + strings.Join(append(proxied, hostnames...), ", ")}
+}
+
+// exposed reports whether clients outside reach svc at an address the
+// dataplane knows: a LoadBalancer, or any Service with externalIPs.
+func exposed(svc *core.Service) bool {
+	return svc.Spec.Type == core.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
 }
 
 func ipModeOf(in core.LoadBalancerIngress) string {

@@ -12,7 +12,7 @@ import (
 
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/coredns-hairpin/hairpin/plugin/hairpin"
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -99,7 +99,7 @@ func TestRealBinaries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		delete(svc.Annotations, hairpin.ZonesAnnotation)
+		delete(svc.Annotations, rules.ZonesAnnotation)
 		if _, err := e.cp.Clientset.CoreV1().Services("hairpin-system").Update(ctx, svc, meta.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}

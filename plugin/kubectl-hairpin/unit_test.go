@@ -112,7 +112,7 @@ func TestJudgeLBs(t *testing.T) {
 		{"OneOfTwoShortCircuited", []*core.Service{lb(core.LoadBalancerIngress{IP: "203.0.113.1", IPMode: &proxy}), lb(core.LoadBalancerIngress{IP: "203.0.113.2"})}, true, false},
 		{"Pending", []*core.Service{lb()}, true, true},
 	} {
-		v := judgeLBs(tc.lbs)
+		v := judgeLBs(Dataplane{}, tc.lbs)
 		if v.needed != tc.needed || v.pending != tc.pending || v.why == "" {
 			t.Errorf("%s: %+v; want needed %v pending %v, with a reason", tc.name, v, tc.needed, tc.pending)
 		}
@@ -156,8 +156,29 @@ func TestRouteOfATargetPort(t *testing.T) {
 		{namedPort("other", 81, "9999"), "web-other", ""},            // no route: the chart's name, no upstream
 	} {
 		r := routeOf(pod, svc, tc.port)
-		if r.name != tc.name || r.upstream != tc.upstream {
-			t.Errorf("port %s: route %q to %q; want %q to %q", tc.port.Name, r.name, r.upstream, tc.name, tc.upstream)
+		if r.Name != tc.name || r.Upstream != tc.upstream {
+			t.Errorf("port %s: route %q to %q; want %q to %q", tc.port.Name, r.Name, r.Upstream, tc.name, tc.upstream)
+		}
+	}
+	// The proxy reads its routes from HAIRPIN_PROXY_ROUTE when no flag
+	// names one, and accepts -route as --route.
+	envPod := &core.Pod{Spec: core.PodSpec{Containers: []core.Container{{
+		Command: []string{"/hairpin-proxy", "-log-level", "info"},
+		Env:     []core.EnvVar{{Name: "HAIRPIN_PROXY_ROUTE", Value: ":8080=up.ns.svc:80,name=web-http :8443=up.ns.svc:443"}},
+	}, {
+		Args: []string{"-route", ":9000=other.ns.svc:90,name=web-other"},
+	}}}}
+	for _, tc := range []struct {
+		port           core.ServicePort
+		name, upstream string
+	}{
+		{namedPort("http", 80, "8080"), "web-http", "up.ns.svc:80"},
+		{namedPort("https", 443, "8443"), ":8443", "up.ns.svc:443"},
+		{namedPort("other", 90, "9000"), "web-other", "other.ns.svc:90"},
+	} {
+		r := routeOf(envPod, svc, tc.port)
+		if r.Name != tc.name || r.Upstream != tc.upstream {
+			t.Errorf("env and -route, port %s: route %q to %q; want %q to %q", tc.port.Name, r.Name, r.Upstream, tc.name, tc.upstream)
 		}
 	}
 }

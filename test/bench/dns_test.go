@@ -236,8 +236,8 @@ func benchDNS(t *testing.T, cfg config, bin map[string]string, k *kube, res *Res
 				fmt.Fprintf(&rewrites, "    rewrite name exact %s %s.%s.svc.cluster.local\n", dnsHost(i), proxyName, proxyNS)
 			}
 			hostsFile := harness.WriteFile(t, dir, "hosts", hosts.String())
-			// At the large size, also the configuration of DESIGN.md's
-			// figure: two rules per Ingress (a second host each, never
+			// At the large size, also the configuration of the 20,000-rule
+			// figure (README.md): two rules per Ingress (a second host each, never
 			// queried, interleaved), so a query scans twice as many rules.
 			var rewrites2 strings.Builder
 			for i := 0; i < size; i++ {

@@ -189,7 +189,7 @@ func dnsIngress(i int) *networking.Ingress {
 	}
 }
 
-// targetService is a hairpin target (DESIGN.md, "Targets"): a proxy Service
+// targetService is a hairpin target (docs/architecture.md, "Targets"): a proxy Service
 // with the target label, answering zones for the Ingress classes given.
 func targetService(ns, name, zones, classes string) *core.Service {
 	return &core.Service{

@@ -76,13 +76,13 @@ func markdown(r *Results, failed bool) string {
 	p("| proxy RSS with no connections | %v MiB | HAProxy %v MiB |\n", r.ProxyExtra["ours_rss_mb_no_conns"], r.ProxyExtra["haproxy_rss_mb_no_conns"])
 	p("| DNS QPS, rewrite at 10 hosts | %.0f qps | hosts %.0f qps |\n", d.RewriteQPS10, d.HostsQPS10)
 	if q2, ok := r.DNSExtra["rewrite_2x_rules_qps_10k"].(float64); ok && q2 > 0 {
-		p("| DNS QPS, hairpin at %s hosts vs rewrite with %v rules (2 per Ingress, DESIGN.md's configuration) | %.0f qps | rewrite %.0f qps: hairpin is %.1f× |\n", large, r.DNSExtra["rewrite_2x_rules"], d.HairpinQPS10k, q2, ratio(d.HairpinQPS10k, q2))
+		p("| DNS QPS, hairpin at %s hosts vs rewrite with %v rules (2 per Ingress, the README's 20,000-rule configuration) | %.0f qps | rewrite %.0f qps: hairpin is %.1f× |\n", large, r.DNSExtra["rewrite_2x_rules"], d.HairpinQPS10k, q2, ratio(d.HairpinQPS10k, q2))
 	}
 	p("\n")
 
 	p("## DNS detail\n\n")
 	p("dnsperf `%v` per run against `bin/coredns`, one process and Corefile per case, no cache plugin. Latencies in µs from dnsperf's per-answer output (`-v`).\n", r.DNSExtra["dnsperf_args"])
-	p("The large size has %s hosts, one per Ingress, so the rewrite case has %s `rewrite name exact` rules (DESIGN.md's 1.6k qps figure was for 20,000 rules: 10,000 Ingresses of 2 hosts). `rewrite2x` is that configuration: two rules per host queried.\n\n", large, large)
+	p("The large size has %s hosts, one per Ingress, so the rewrite case has %s `rewrite name exact` rules (the README's 20,000-rule figure is 10,000 Ingresses of 2 hosts). `rewrite2x` is that configuration: two rules per host queried.\n\n", large, large)
 	p("| case | hosts | QPS | avg µs | p50 µs | p99 µs | runs (QPS) |\n|---|---:|---:|---:|---:|---:|---|\n")
 	for _, size := range []string{"10", "10k"} {
 		label := size

@@ -56,9 +56,7 @@ func ValuesFor(targets []Target) string {
 	return v
 }
 
-func (e *Env) valuesFile(t testing.TB) (string, error) { return writeValues(t, Values()) }
-
-func writeValues(t testing.TB, values string) (string, error) {
+func (e *Env) valuesFile(t testing.TB, values string) (string, error) {
 	path := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(path, []byte(values), 0o644); err != nil {
 		return "", fmt.Errorf("dataplane: %w", err)
@@ -69,18 +67,23 @@ func writeValues(t testing.TB, values string) (string, error) {
 // Install runs `helm install hairpin CHART -n hairpin-system
 // --create-namespace -f values.yaml --wait` and returns its output.
 func (e *Env) Install(ctx context.Context, t testing.TB) (string, error) {
-	values, err := e.valuesFile(t)
+	return e.InstallValues(ctx, t, Values())
+}
+
+// InstallValues is [Env.Install] with values as the values file.
+func (e *Env) InstallValues(ctx context.Context, t testing.TB, values string) (string, error) {
+	file, err := e.valuesFile(t, values)
 	if err != nil {
 		return "", err
 	}
-	return e.Helm.Run(ctx, "install", "hairpin", e.Chart, "-n", "hairpin-system", "--create-namespace", "-f", values, "--wait", "--timeout", "3m")
+	return e.Helm.Run(ctx, "install", "hairpin", e.Chart, "-n", "hairpin-system", "--create-namespace", "-f", file, "--wait", "--timeout", "3m")
 }
 
 // Upgrade runs `helm upgrade hairpin CHART -n hairpin-system -f values.yaml
 // --wait` with values, and any further flags (--set ...), and returns its
 // output.
 func (e *Env) Upgrade(ctx context.Context, t testing.TB, values string, flags ...string) (string, error) {
-	path, err := writeValues(t, values)
+	path, err := e.valuesFile(t, values)
 	if err != nil {
 		return "", err
 	}

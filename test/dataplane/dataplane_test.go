@@ -3,7 +3,9 @@ package dataplane_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
+	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 	"github.com/coredns-hairpin/hairpin/test/harness/steady"
 )
@@ -22,21 +25,40 @@ import (
 func TestMain(m *testing.M) {
 	// This binary is also the lifecycle test's steady client.
 	steady.RunIfChild()
+	// The machine as the clusters found it: sysctls, rule sets, BPF
+	// attachments, bpffs mounts (only root can read them all).
+	var before *hoststate.Snapshot
+	if os.Geteuid() == 0 {
+		var err error
+		if before, err = hoststate.Take(); err != nil && harness.Required() {
+			fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	if err := dataplane.StopShared(); err != nil {
 		fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)
 		code = 1
 	}
-	// Nothing stays behind: every namespace this run made is gone.
+	// Nothing stays behind: every namespace this run made is gone, and the
+	// machine is as it was.
 	if left := netns.Ours(); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "dataplane: network namespaces left behind: %v\n", left)
 		code = 1
 	}
+	if before != nil {
+		if diff := hoststate.WaitSame(before, 15*time.Second); len(diff) > 0 {
+			fmt.Fprintf(os.Stderr, "dataplane: the machine is not as it was:\n%s\n", strings.Join(diff, "\n"))
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
-// TestHairpinOnTheRealDataplane tells the whole story on both kube-proxy
-// modes, in order: each step builds on the one before, as on a cluster.
+// TestHairpinOnTheRealDataplane tells the whole story on each dataplane
+// (kube-proxy in iptables and nftables mode, Cilium as kube-proxy
+// replacement), in order: each step builds on the one before, as on a
+// cluster.
 func TestHairpinOnTheRealDataplane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: a whole cluster")
@@ -57,6 +79,26 @@ func story(t *testing.T, mode string) {
 		}
 	}
 
+	step("TheDataplaneServesTheServices", func(t *testing.T) {
+		procs, err := e.NodeProcesses()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, not := "kube-proxy", "cilium-agent"
+		if mode == cluster.CiliumMode {
+			want, not = not, want
+		}
+		if !slices.Contains(procs, want) || slices.Contains(procs, not) {
+			t.Fatalf("the node runs %v; want %s and no %s", procs, want, not)
+		}
+		if mode == cluster.CiliumMode {
+			// Cilium programs each LoadBalancer IP as a frontend of its own.
+			if err := waitFrontends(ctx, e, []netip.Addr{root.LBIP, tenant.LBIP}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
 	step("BrokenWithoutHairpin", func(t *testing.T) {
 		for _, ic := range dataplane.Controllers {
 			host := ic.Hosts[0]
@@ -69,9 +111,11 @@ func story(t *testing.T, mode string) {
 			if err != nil || !strings.Contains(body, "client="+cluster.ExternalClientIP.String()) {
 				t.Fatalf("outside client through the load balancer: %q, %v", body, err)
 			}
-			out, err := e.Curl(ctx, "http://"+host+"/")
-			if err == nil {
-				t.Fatalf("the client pod reached %s through the short-circuited LB IP; want the controller to drop the headerless connection; got %q", host, out)
+			for _, pod := range []string{dataplane.ClientPod, dataplane.HostClientPod} {
+				out, err := e.CurlFrom(ctx, pod, "http://"+host+"/")
+				if err == nil {
+					t.Fatalf("the %s pod reached %s through the short-circuited LB IP; want the controller to drop the headerless connection; got %q", pod, host, out)
+				}
 			}
 			if err := harness.Poll(ctx, func(ctx context.Context) error {
 				log, err := e.ErrorLog(ctx, ic)
@@ -81,6 +125,45 @@ func story(t *testing.T, mode string) {
 				return nil
 			}); err != nil {
 				t.Fatal(err)
+			}
+		}
+	})
+
+	step("ShortCircuitedPerPacketInThePodAtConnectInTheNode", func(t *testing.T) {
+		backends, err := controllerPodIPs(ctx, e, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb := netip.AddrPortFrom(root.LBIP, 80)
+		// A Pod's socket keeps the LoadBalancer IP as its peer: the
+		// translation happens per packet, by kube-proxy's DNAT or by
+		// Cilium's bpf_lxc on the Pod's veth.
+		if peer, err := e.ConnectedPeer(ctx, dataplane.ClientPod, lb); err != nil || peer != lb {
+			t.Errorf("the client pod's socket to %s has the peer %v (%v); want %s itself (translated per packet)", lb, peer, err, lb)
+		}
+		// In the node, kube-proxy's DNAT is per packet too; Cilium's
+		// socket load balancing (bpf_sock) connects the socket to the
+		// backend itself.
+		peer, err := e.ConnectedPeer(ctx, dataplane.HostClientPod, lb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode == cluster.CiliumMode {
+			if !slices.Contains(backends, peer.Addr()) {
+				t.Errorf("the hostNetwork client's socket to %s has the peer %s; want a controller pod %v (translated at connect)", lb, peer, backends)
+			}
+		} else if peer != lb {
+			t.Errorf("the hostNetwork client's socket to %s has the peer %s; want %s itself (kube-proxy DNATs per packet)", lb, peer, lb)
+		}
+		if mode == cluster.CiliumMode {
+			progs, err := e.AttachedBPFPrograms()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{"cil_from_container", "cil_sock4_connect"} {
+				if !slices.Contains(progs, p) {
+					t.Errorf("no BPF program %s (bpf_lxc, bpf_sock) attached; the attached ones are %v", p, progs)
+				}
 			}
 		}
 	})
@@ -137,6 +220,12 @@ func story(t *testing.T, mode string) {
 					t.Fatalf("%s://%s answered %q; want it to contain %q", scheme, host, body, want)
 				}
 			}
+			// From the node too: the socket-LB path of Cilium is fixed
+			// as well (the controller answers only with a PROXY header).
+			body, err := e.WaitCurlFrom(ctx, dataplane.HostClientPod, "http://"+host+"/")
+			if err != nil || !strings.Contains(body, "controller="+ic.Namespace) {
+				t.Fatalf("http://%s from the hostNetwork client: %q, %v; want controller=%s", host, body, err, ic.Namespace)
+			}
 			if _, err := e.WaitRequest(ctx, ic, host, e.ClientIP()); err != nil {
 				t.Errorf("no request from the client pod: %v", err)
 			}
@@ -163,6 +252,13 @@ func story(t *testing.T, mode string) {
 	step("IPModeProxyGoesThroughTheLoadBalancer", func(t *testing.T) {
 		if err := e.SetIPMode(ctx, tenant, corev1.LoadBalancerIPModeProxy); err != nil {
 			t.Fatal(err)
+		}
+		if mode == cluster.CiliumMode {
+			// KEP-1860 as Cilium >= 1.18.1 implements it: no frontend at
+			// all for a non-VIP LoadBalancer IP.
+			if err := waitFrontends(ctx, e, []netip.Addr{root.LBIP}, []netip.Addr{tenant.LBIP}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		url := "http://" + tenant.LBIP.String() + "/"
 		var body string
@@ -266,6 +362,52 @@ func story(t *testing.T, mode string) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// waitFrontends waits until Cilium has a frontend on each address of want
+// and none on any of not.
+func waitFrontends(ctx context.Context, e *dataplane.Env, want, not []netip.Addr) error {
+	var last []netip.AddrPort
+	err := harness.Poll(ctx, func(ctx context.Context) error {
+		fes, err := e.CiliumFrontends(ctx)
+		if err != nil {
+			return err
+		}
+		last = fes
+		has := func(a netip.Addr) bool {
+			return slices.ContainsFunc(fes, func(fe netip.AddrPort) bool { return fe.Addr() == a })
+		}
+		for _, a := range want {
+			if !has(a) {
+				return fmt.Errorf("no frontend on %s", a)
+			}
+		}
+		for _, a := range not {
+			if has(a) {
+				return fmt.Errorf("a frontend on %s", a)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cilium-agent's frontends %v: want %v, none on %v: %w", last, want, not, err)
+	}
+	return nil
+}
+
+// controllerPodIPs returns the addresses of ic's controller Pods.
+func controllerPodIPs(ctx context.Context, e *dataplane.Env, ic cluster.IngressController) ([]netip.Addr, error) {
+	pods, err := e.CP.Clientset.CoreV1().Pods(ic.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var ips []netip.Addr
+	for _, p := range pods.Items {
+		if a, err := netip.ParseAddr(p.Status.PodIP); err == nil {
+			ips = append(ips, a)
+		}
+	}
+	return ips, nil
 }
 
 // check runs kubectl hairpin check and fails t if it could not run.

@@ -76,7 +76,7 @@ func Start(t testing.TB, mode, distribution string) *Env {
 			t.Fatal(err)
 		}
 	}
-	if err := e.startClient(ctx); err != nil {
+	if err := e.startClients(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -125,7 +125,7 @@ func (e *Env) images(t testing.TB) (map[string]node.Image, error) {
 func (e *Env) chartImages(t testing.TB) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	values, err := e.valuesFile(t)
+	values, err := e.valuesFile(t, Values())
 	if err != nil {
 		return nil, err
 	}
@@ -145,36 +145,58 @@ func (e *Env) chartImages(t testing.TB) ([]string, error) {
 	return refs, nil
 }
 
-// startClient starts the client Pod in default: a shell with dig and curl,
-// ClusterFirst DNS.
-func (e *Env) startClient(ctx context.Context) error {
-	_, err := e.CP.Clientset.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "client", Namespace: "default", Labels: map[string]string{"app": "client"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+// The client Pods in default: a shell with dig, curl, bash and ss, one in a
+// network namespace of its own, one in the node's.
+const (
+	// ClientPod has ClusterFirst DNS.
+	ClientPod = "client"
+	// HostClientPod is hostNetwork, with ClusterFirstWithHostNet DNS: a
+	// node agent or a hostNetwork Pod, whose sockets a socket load balancer
+	// (Cilium's bpf_sock) translates at connect.
+	HostClientPod = "hostclient"
+)
+
+// startClients starts the client Pods.
+func (e *Env) startClients(ctx context.Context) error {
+	for _, name := range []string{ClientPod, HostClientPod} {
+		spec := corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "client", Image: ClientImage, Command: []string{"sleep", "infinity"},
-		}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("dataplane: client pod: %w", err)
-	}
-	return harness.Poll(ctx, func(ctx context.Context) error {
-		if _, ok := e.Node.PodIP("default", "client"); !ok {
-			return fmt.Errorf("the client pod has no IP yet")
+		}}}
+		if name == HostClientPod {
+			spec.HostNetwork, spec.DNSPolicy = true, corev1.DNSClusterFirstWithHostNet
 		}
-		p, err := e.CP.Clientset.CoreV1().Pods("default").Get(ctx, "client", metav1.GetOptions{})
+		_, err := e.CP.Clientset.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}},
+			Spec:       spec,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("dataplane: %s pod: %w", name, err)
+		}
+	}
+	for _, name := range []string{ClientPod, HostClientPod} {
+		err := harness.Poll(ctx, func(ctx context.Context) error {
+			if _, ok := e.Node.PodIP("default", name); !ok {
+				return fmt.Errorf("the %s pod has no IP yet", name)
+			}
+			p, err := e.CP.Clientset.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("%s pod %s", name, p.Status.Phase)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if p.Status.Phase != corev1.PodRunning {
-			return fmt.Errorf("client pod %s", p.Status.Phase)
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // ClientIP is the client Pod's address.
 func (e *Env) ClientIP() netip.Addr {
-	ip, _ := e.Node.PodIP("default", "client")
+	ip, _ := e.Node.PodIP("default", ClientPod)
 	return ip
 }
 
@@ -205,22 +227,52 @@ func (e *Env) dig(ctx context.Context, args ...string) ([]netip.Addr, error) {
 
 // Curl requests url from the client Pod with curl, through the cluster DNS.
 func (e *Env) Curl(ctx context.Context, url string) (string, error) {
-	out, errOut, err := e.Node.Exec(ctx, "default", "client", "client", "curl", "-sS", "-k", "--max-time", "5", url)
+	return e.CurlFrom(ctx, ClientPod, url)
+}
+
+// CurlFrom requests url from the client Pod pod ([ClientPod] or
+// [HostClientPod]) with curl, through the cluster DNS.
+func (e *Env) CurlFrom(ctx context.Context, pod, url string) (string, error) {
+	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", "curl", "-sS", "-k", "--max-time", "5", url)
 	if err != nil {
-		return out + errOut, fmt.Errorf("curl %s in the client pod: %w: %s", url, err, strings.TrimSpace(errOut))
+		return out + errOut, fmt.Errorf("curl %s in the %s pod: %w: %s", url, pod, err, strings.TrimSpace(errOut))
 	}
 	return out, nil
+}
+
+// ConnectedPeer connects from the client Pod pod to addr, and returns the
+// peer of the connected socket as the kernel holds it (ss): addr itself
+// when the address is translated per packet (kube-proxy's DNAT, Cilium's
+// bpf_lxc on the Pod's veth), the backend when the connect itself was
+// translated (Cilium's socket load balancing, bpf_sock).
+func (e *Env) ConnectedPeer(ctx context.Context, pod string, addr netip.AddrPort) (netip.AddrPort, error) {
+	script := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && ss -Htnp state established | grep "pid=$$,fd=3)"`, addr.Addr(), addr.Port())
+	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", "bash", "-c", script)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("connect to %s from the %s pod: %w: %s%s", addr, pod, err, out, errOut)
+	}
+	// Recv-Q Send-Q Local:Port Peer:Port Process
+	f := strings.Fields(out)
+	if len(f) < 4 {
+		return netip.AddrPort{}, fmt.Errorf("connect to %s from the %s pod: ss printed %q", addr, pod, out)
+	}
+	return netip.ParseAddrPort(f[3])
 }
 
 // WaitCurl is Curl until it succeeds, up to 30 s: a path that has just
 // become right (a target's Pods Ready, an answer changed) may wait for
 // kube-proxy's next sync, at most --iptables-min-sync-period (1 s) later.
 func (e *Env) WaitCurl(ctx context.Context, url string) (string, error) {
+	return e.WaitCurlFrom(ctx, ClientPod, url)
+}
+
+// WaitCurlFrom is WaitCurl from the client Pod pod.
+func (e *Env) WaitCurlFrom(ctx context.Context, pod, url string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var body string
 	err := harness.Poll(ctx, func(ctx context.Context) error {
-		out, err := e.Curl(ctx, url)
+		out, err := e.CurlFrom(ctx, pod, url)
 		body = out
 		return err
 	})
@@ -228,13 +280,17 @@ func (e *Env) WaitCurl(ctx context.Context, url string) (string, error) {
 }
 
 // appVersion is the chart's appVersion.
-func (e *Env) appVersion() string {
+func (e *Env) appVersion() string { return e.chartField("appVersion") }
+
+// chartField returns a top-level string field of Chart.yaml, "dev" when
+// it cannot be read.
+func (e *Env) chartField(name string) string {
 	b, err := os.ReadFile(filepath.Join(e.Chart, "Chart.yaml"))
 	if err != nil {
 		return "dev"
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "appVersion:"); ok {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
 			return strings.Trim(strings.TrimSpace(v), `"'`)
 		}
 	}

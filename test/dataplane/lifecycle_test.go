@@ -345,7 +345,7 @@ func (r *lifecycleRun) targetChange(kept, moved string) {
 	r.begin("target-change", r.servedJudge(kept))
 	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor(targets))
 	r.must(err, "helm upgrade: "+out)
-	ip, err := r.e.TargetIPNamed(r.ctx, third.Name)
+	ip, err := r.e.TargetIPOf(r.ctx, third.Name)
 	r.must(err, "the new target")
 	r.target[moved] = ip.String()
 	r.waitRolledOut()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -21,11 +22,11 @@ const TargetNamespace = "hairpin-system"
 // TargetIP returns the ClusterIP of the target Service the chart renders
 // for ic (named after its namespace).
 func (e *Env) TargetIP(ctx context.Context, ic cluster.IngressController) (netip.Addr, error) {
-	return e.TargetIPNamed(ctx, ic.Namespace)
+	return e.TargetIPOf(ctx, ic.Namespace)
 }
 
-// TargetIPNamed returns the ClusterIP of the target Service name.
-func (e *Env) TargetIPNamed(ctx context.Context, name string) (netip.Addr, error) {
+// TargetIPOf returns the ClusterIP of the chart's target Service name.
+func (e *Env) TargetIPOf(ctx context.Context, name string) (netip.Addr, error) {
 	svc, err := e.CP.Clientset.CoreV1().Services(TargetNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return netip.Addr{}, err
@@ -60,6 +61,38 @@ func (e *Env) WaitResolves(ctx context.Context, host string, want netip.Addr) er
 		return fmt.Errorf("%s: want %s, last answer %s: %w", host, want, last, err)
 	}
 	return nil
+}
+
+// WaitAnswered waits, querying every kube-dns replica from inside the node
+// every 10 ms, until each answers host's A query with exactly want, and
+// returns when that first held. It measures how soon a change is served:
+// a query from the node costs no exec into a Pod.
+func (e *Env) WaitAnswered(ctx context.Context, host string, want netip.Addr) (time.Time, error) {
+	var last string
+	var at time.Time
+	err := harness.PollEvery(ctx, 10*time.Millisecond, func(ctx context.Context) error {
+		servers, err := e.dnsReplicas(ctx)
+		if err != nil {
+			return err
+		}
+		for _, server := range servers {
+			r, err := e.NodeExchange(ctx, netip.AddrPortFrom(server, 53).String(), host, dns.TypeA)
+			if err != nil {
+				return err
+			}
+			got := harness.ARecords(r)
+			if len(got) != 1 || got[0] != want {
+				last = fmt.Sprintf("%v from %s", got, server)
+				return fmt.Errorf("%s resolves to %s", host, last)
+			}
+		}
+		at = time.Now()
+		return nil
+	})
+	if err != nil {
+		return at, fmt.Errorf("%s: want %s, last answer %s: %w", host, want, last, err)
+	}
+	return at, nil
 }
 
 // dnsReplicas returns the addresses of kube-dns's ready endpoints.

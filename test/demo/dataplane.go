@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -17,12 +18,33 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 	dpcluster "github.com/coredns-hairpin/hairpin/test/harness/cluster"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
+
+// envDataplane picks the demo's dataplane: "cilium" for Cilium as
+// kube-proxy replacement, which needs real root (BPF); otherwise kube-proxy
+// in nftables mode.
+const envDataplane = "DEMO_DATAPLANE"
+
+// demoDataplane is the dataplane mode the demo runs: DEMO_DATAPLANE, or
+// nftables.
+func demoDataplane() string {
+	if m := os.Getenv(envDataplane); m != "" {
+		return m
+	}
+	return "nftables"
+}
 
 // dataplaneUnavailable says why the demo cannot run on the real dataplane
 // here, or "" when it can: it needs root (network namespaces) and
-// kube-proxy's tools.
+// kube-proxy's tools, and for Cilium real root.
 func dataplaneUnavailable() string {
+	if mode := demoDataplane(); !slices.Contains(dpcluster.ProxyModes, mode) {
+		return fmt.Sprintf("%s=%q is not a dataplane; want one of %v", envDataplane, mode, dpcluster.ProxyModes)
+	}
+	if demoDataplane() == dpcluster.CiliumMode && (os.Geteuid() != 0 || userns.Inside()) {
+		return "Cilium's BPF datapath needs real root, not a user namespace (" + envDataplane + "=cilium)"
+	}
 	if os.Geteuid() != 0 {
 		why := "the real dataplane needs network namespaces: root, or an unprivileged user namespace"
 		if usernsErr != nil {
@@ -50,14 +72,18 @@ func dataplaneUnavailable() string {
 // LoadBalancer IP short-circuited inside the node, HAProxy send-proxy
 // outside, every Pod a process in its own network namespace.
 func (st *story) runDataplane(ctx context.Context, t testing.TB) error {
-	const mode = "nftables"
-	st.header("The cluster: one node with a real dataplane (kube-proxy " + mode + "), on this machine")
+	mode := demoDataplane()
+	proxy := "kube-proxy (" + mode + ")"
+	if mode == dpcluster.CiliumMode {
+		proxy = "cilium-agent (kube-proxy replacement)"
+	}
+	st.header("The cluster: one node with a real dataplane (" + proxy + "), on this machine")
 	start := time.Now()
 	e := dataplane.Start(t, mode, "kubeadm")
 	st.dp = e
 	st.helm = e.Helm
 	st.linef("node %s  %s in network namespace %s: etcd, kube-apiserver, kube-controller-manager,", dpcluster.NodeName, dpcluster.NodeIP, e.NodeNS.Name)
-	st.linef("                         kube-scheduler, kube-proxy (%s); Pods %s, Services %s", mode, dpcluster.PodCIDR, dpcluster.ServiceCIDR)
+	st.linef("                         kube-scheduler, %s; Pods %s, Services %s", proxy, dpcluster.PodCIDR, dpcluster.ServiceCIDR)
 	st.linef("outside                  %s: the public DNS %s and the load balancer, HAProxy send-proxy", e.Outside.Name, dpcluster.PublicDNSIP)
 	st.linef("                         on each LoadBalancer IP in front of the NodePorts")
 	st.linef("up in %s", time.Since(start).Round(100*time.Millisecond))
@@ -121,8 +147,13 @@ func (st *story) dpBroken(ctx context.Context, _ testing.TB) error {
 	if _, err := e.WaitServedFromOutside(ctx, ic, host); err != nil {
 		return err
 	}
-	st.note("kube-proxy owns that LoadBalancer IP inside the node and sends the connection straight to the")
-	st.note("controller, past HAProxy, so no PROXY header is written:")
+	if e.Dataplane() == dpcluster.CiliumMode {
+		st.note("Cilium (kube-proxy replacement) owns that LoadBalancer IP inside the node: bpf_lxc on the Pod's")
+		st.note("veth sends the connection straight to the controller, past HAProxy, so no PROXY header is written:")
+	} else {
+		st.note("kube-proxy owns that LoadBalancer IP inside the node and sends the connection straight to the")
+		st.note("controller, past HAProxy, so no PROXY header is written:")
+	}
 	if _, err := st.exec(ctx, "curl", "-sS", "--max-time", "5", "http://"+host+"/"); err == nil {
 		return fmt.Errorf("the client reached %s through the short-circuited LoadBalancer IP", host)
 	}

@@ -1,18 +1,24 @@
 // Command demo shows coredns-hairpin end to end on one machine, for a person
 // to follow: `make demo`.
 //
-// It starts a real kube-apiserver and etcd, two ingress controllers (nginx
-// configured like ingress-nginx with use-proxy-protocol, each on its own
-// class, zone and "LoadBalancer IP"), a public DNS stand-in, and the
-// cluster's CoreDNS: our image with Talos's stock Corefile, which names no
-// hairpin. Then it tells the story in five steps, with dig, curl and the real
-// helm: (1) an in-cluster request is refused with "broken header"; (2) `helm
-// install` of our chart with two targets, and the proxy run with the routes
-// the chart rendered; (3) each host reaches its own controller, which sees
-// the client's real address; (4) the stock Corefile is written again and
+// By default it runs on the test cluster's real dataplane (test/dataplane:
+// kube-proxy, Pods run from our images in network namespaces of their own,
+// LoadBalancer addresses behind HAProxy send-proxy), with two ingress
+// controllers (nginx configured like ingress-nginx with use-proxy-protocol,
+// each on its own class and zone) and the cluster's CoreDNS: our image with
+// a stock Corefile that names no hairpin. Then it tells the story in five
+// steps, with dig, curl and the real helm: (1) an in-cluster request is
+// refused with "broken header"; (2) `helm install` of our chart with two
+// targets; (3) each host reaches its own controller, which sees the
+// client's real address; (4) the stock Corefile is written again and
 // reloaded, and nothing changes; (5) `helm uninstall` brings the public
 // answers back and leaves nothing behind. Each step checks its claim, and
 // TestDemoStory runs the same story.
+//
+// Where the real dataplane cannot run (no root and no user namespace, or
+// kube-proxy's tools missing), it says why and tells the same story on a
+// loopback model: the control plane, CoreDNS, the proxy and the
+// controllers as processes on loopback addresses.
 //
 // Everything is stopped when the story ends, on error and on Ctrl-C. With
 // DEMO_KEEP=1 the stack keeps running before the uninstall, with

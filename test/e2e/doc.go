@@ -4,13 +4,13 @@
 // that plays the public DNS, and a real kube-apiserver and etcd; dig and curl
 // are the clients.
 //
-// The test shows both halves of DESIGN.md's "Test layers" item 3: without
+// The test shows both halves of the end-to-end layer of docs/architecture.md, "Tests": without
 // the hairpin plugin the name resolves to the "LoadBalancer" address, the
 // connection reaches nginx without a PROXY header and nginx refuses it
 // ("broken header"); with it, the name resolves to the proxy Service's
 // ClusterIP, the proxy adds the header and nginx sees the real client.
 //
-// TestTargetsEveryHostReachesItsOwnController shows DESIGN.md's "Targets":
+// TestTargetsEveryHostReachesItsOwnController shows docs/architecture.md's "Targets":
 // several PROXY-protocol controllers (two tenants' ingress-nginx and a
 // Gateway's data plane), each fronted by its own target Service in
 // hairpin-system and served by one hairpin-proxy process, next to a

@@ -13,6 +13,7 @@ import (
 	gw "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
@@ -45,15 +46,15 @@ func EnsureProxyService(ctx context.Context, cp *harness.ControlPlane) (netip.Ad
 	return loopbackClusterIP(svc)
 }
 
-// The target label and annotations of DESIGN.md, "Targets", written out
-// here rather than imported: they are a contract, and a test that spells
-// them as the chart and the docs do fails when the plugin drifts.
+// The target label and annotations, as the plugin reads them. The chart's
+// invariants (test/manifests/invariants_test.go) spell them out on their
+// own, so that a drift between the plugin and the chart fails there.
 const (
-	TargetLabel              = "hairpin.coredns-hairpin.io/target"
-	ZonesAnnotation          = "hairpin.coredns-hairpin.io/zones"
-	IngressClassesAnnotation = "hairpin.coredns-hairpin.io/ingress-classes"
-	GatewayClassesAnnotation = "hairpin.coredns-hairpin.io/gateway-classes"
-	GatewaysAnnotation       = "hairpin.coredns-hairpin.io/gateways"
+	TargetLabel              = rules.TargetLabel
+	ZonesAnnotation          = rules.ZonesAnnotation
+	IngressClassesAnnotation = rules.IngressClassesAnnotation
+	GatewayClassesAnnotation = rules.GatewayClassesAnnotation
+	GatewaysAnnotation       = rules.GatewaysAnnotation
 )
 
 // CreateTarget creates Namespace hairpin-system unless it exists, and in it

@@ -127,7 +127,7 @@ func StartStack(ctx context.Context, t testing.TB, cp *harness.ControlPlane) *St
 	s.HairpinDNS, s.UncachedDNS = hairpin.Listen, hairpin.Uncached
 	s.HairpinCorefile = Corefile(hairpin)
 
-	// Our image adds hairpin to a Corefile that names none (DESIGN.md,
+	// Our image adds hairpin to a Corefile that names none (docs/architecture.md,
 	// "Activation"); the stock side is CoreDNS as it runs without the
 	// plugin, so activation is off there.
 	for _, c := range []struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// Every host reaches its own controller (issue 11, DESIGN.md "Targets").
+// Every host reaches its own controller (issue 11; docs/architecture.md, "Targets").
 // Three PROXY-protocol controllers, each fronted by its own target Service in
 // hairpin-system and served by one hairpin-proxy process, and a legacy
 // controller without PROXY; our CoreDNS has kubeadm's Corefile plus the bare
@@ -118,7 +118,7 @@ func TestTargetsEveryHostReachesItsOwnController(t *testing.T) {
 	})
 
 	// What the plugin says about it: one line per rejected host, and the
-	// gauges of DESIGN.md's "every degraded state has a metric".
+	// gauges of "every degraded state has a metric" (docs/architecture.md).
 	for _, tc := range []struct {
 		name  string
 		parts []string // what the one line says

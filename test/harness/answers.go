@@ -15,12 +15,6 @@ func ARecords(r *dns.Msg) []netip.Addr {
 	return addrRecords(r, dns.TypeA)
 }
 
-// AAAARecords returns the addresses of the AAAA records in r's answer
-// section, in order.
-func AAAARecords(r *dns.Msg) []netip.Addr {
-	return addrRecords(r, dns.TypeAAAA)
-}
-
 func addrRecords(r *dns.Msg, qtype uint16) []netip.Addr {
 	if r == nil {
 		return nil

@@ -3,6 +3,7 @@ package harness
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -18,12 +19,9 @@ const (
 	EnvBin = "HAIRPIN_BIN"
 )
 
-// Required reports whether missing prerequisites must fail tests rather than
-// skip them (HAIRPIN_REQUIRE_E2E=1, as `make test` sets).
-func Required() bool { return os.Getenv(EnvRequireE2E) == "1" }
-
 // SkipOrFail skips the test with the formatted reason, or fails it when
-// HAIRPIN_REQUIRE_E2E=1.
+// HAIRPIN_REQUIRE_E2E=1 (as `make test` sets): there, a missing
+// prerequisite is an error.
 func SkipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
@@ -31,6 +29,26 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 		t.Fatalf("%s (%s=1, so this is an error)", msg, EnvRequireE2E)
 	}
 	t.Skip(msg)
+}
+
+// Required reports whether a missing prerequisite is an error
+// (HAIRPIN_REQUIRE_E2E=1), for code that has no test to skip, such as a
+// TestMain.
+func Required() bool { return os.Getenv(EnvRequireE2E) == "1" }
+
+// RequireRoot skips the test unless it runs as root with every one of tools
+// on PATH, or fails it under HAIRPIN_REQUIRE_E2E=1. what names the part of
+// the harness or the test that needs them.
+func RequireRoot(t testing.TB, what string, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		SkipOrFail(t, "%s: needs root", what)
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			SkipOrFail(t, "%s: needs %s on PATH", what, tool)
+		}
+	}
 }
 
 // RequireAssets returns the control-plane binary folder from
@@ -67,6 +85,24 @@ func RequireBinary(t testing.TB, name string) string {
 	return path
 }
 
+// RequireKubectl returns the kubectl that `make tools` builds from
+// k8s.io/kubernetes at the version of the test's control plane, in
+// KUBEBUILDER_ASSETS: the docs' commands run with it, never with whatever
+// kubectl the machine has. Without it the test is skipped, or failed under
+// HAIRPIN_REQUIRE_E2E=1.
+func RequireKubectl(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv(EnvAssets)
+	if dir == "" {
+		SkipOrFail(t, "%s is not set; run `make tools` and export %s=$(build/tools.sh --dir)", EnvAssets, EnvAssets)
+	}
+	path := filepath.Join(dir, "kubectl")
+	if err := executable(path); err != nil {
+		SkipOrFail(t, "%s=%s: %v; run `make tools`", EnvAssets, dir, err)
+	}
+	return path
+}
+
 // RequireExecutable returns path when it is an executable file, and otherwise
 // skips the test, or fails it under HAIRPIN_REQUIRE_E2E=1. Use it for system
 // tools such as /usr/sbin/nginx or /usr/bin/dig.
@@ -77,6 +113,10 @@ func RequireExecutable(t testing.TB, path string) string {
 	}
 	return path
 }
+
+// Executable returns an error saying why path is not an executable file,
+// or nil.
+func Executable(path string) error { return executable(path) }
 
 func executable(path string) error {
 	fi, err := os.Stat(path)

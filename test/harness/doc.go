@@ -33,7 +33,7 @@
 //
 //   - waiting: [Poll] (with backoff) and [PollEvery] (fixed interval, for
 //     measured waits) run a [Probe]; [Eventually] checks in-process state;
-//   - DNS: [Exchange] sends one query, [ARecords] and [AAAARecords] extract
+//   - DNS: [Exchange] sends one query, [ARecords] extracts
 //     the addresses, [AProbe] waits for an exact A answer;
 //   - addresses: [FreePort] and [FreeAddr] (free for TCP and UDP alike, as DNS
 //     servers need), [FreeLoopbackIP], [CanListen], [PortOf];

@@ -63,7 +63,7 @@ func TestControlPlane(t *testing.T) {
 	})
 
 	t.Run("KubectlVersion", func(t *testing.T) {
-		kubectl := harness.RequireExecutable(t, "/usr/bin/kubectl")
+		kubectl := harness.RequireKubectl(t)
 		// stdout only: kubectl warns about version skew on stderr.
 		out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", cp.Kubeconfig, "version", "-o", "json").Output()
 		if err != nil {
@@ -166,7 +166,7 @@ func TestControlPlane(t *testing.T) {
 		}
 		t.Logf("informer caught up %s after the restart", time.Since(start).Round(time.Millisecond))
 		// kubectl keeps working with the same kubeconfig file.
-		if out, err := exec.CommandContext(ctx, "/usr/bin/kubectl", "--kubeconfig", cp.Kubeconfig, "get", "configmap", "after", "-o", "name").CombinedOutput(); err != nil {
+		if out, err := exec.CommandContext(ctx, harness.RequireKubectl(t), "--kubeconfig", cp.Kubeconfig, "get", "configmap", "after", "-o", "name").CombinedOutput(); err != nil {
 			t.Fatalf("kubectl after restart: %v\n%s", err, out)
 		}
 	})
@@ -343,7 +343,7 @@ func TestWaitHelpers(t *testing.T) {
 	})}
 	time.AfterFunc(300*time.Millisecond, func() { srv.ListenAndServe() })
 	t.Cleanup(func() { srv.Shutdown() })
-	if err := harness.WaitDNS(ctx, addr, "example.org.", dns.TypeA); err != nil {
+	if err := harness.Poll(ctx, harness.DNSProbe(addr, "example.org.", dns.TypeA)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -358,15 +358,15 @@ func TestWaitHelpers(t *testing.T) {
 	})}
 	go hs.Serve(hl)
 	t.Cleanup(func() { hs.Close() })
-	if err := harness.WaitHTTP(ctx, "http://"+hl.Addr().String()+"/ready"); err != nil {
+	if err := harness.Poll(ctx, harness.HTTPProbe("http://"+hl.Addr().String()+"/ready")); err != nil {
 		t.Fatal(err)
 	}
-	if err := harness.WaitTCP(ctx, hl.Addr().String()); err != nil {
+	if err := harness.Poll(ctx, harness.TCPProbe(hl.Addr().String())); err != nil {
 		t.Fatal(err)
 	}
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if err := harness.WaitHTTP(short, "http://"+hl.Addr().String()+"/missing"); err == nil || !strings.Contains(err.Error(), "404") {
-		t.Fatalf("WaitHTTP on a 404 = %v", err)
+	if err := harness.Poll(short, harness.HTTPProbe("http://"+hl.Addr().String()+"/missing")); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("HTTPProbe on a 404 = %v", err)
 	}
 }

@@ -15,8 +15,8 @@ import (
 
 // PodNetwork stands in for the pod network that kube-apiserver's proxy
 // subresources (pods/proxy, services/proxy) dial. The apiserver refuses to
-// proxy to a loopback pod IP, so pods get addresses from the DESIGN's test
-// range (198.18.0.0/15) and the apiserver is started with an egress
+// proxy to a loopback pod IP, so pods get addresses from the test cluster's
+// range (198.18.0.0/15, docs/architecture.md) and the apiserver is started with an egress
 // selector that sends its "cluster" traffic through an HTTP CONNECT server
 // on a unix socket. That server connects each pod address that a test
 // routed to a loopback listener, and answers 502 for any other: nothing

@@ -158,17 +158,5 @@ func Exchange(ctx context.Context, addr, name string, qtype uint16) (*dns.Msg, e
 	return r, nil
 }
 
-// WaitTCP waits until addr accepts TCP connections or ctx ends.
-func WaitTCP(ctx context.Context, addr string) error { return Poll(ctx, TCPProbe(addr)) }
-
-// WaitHTTP waits until a GET of url returns 200 or ctx ends.
-func WaitHTTP(ctx context.Context, url string) error { return Poll(ctx, HTTPProbe(url)) }
-
-// WaitDNS waits until the DNS server at addr answers a query for name and
-// qtype or ctx ends.
-func WaitDNS(ctx context.Context, addr, name string, qtype uint16) error {
-	return Poll(ctx, DNSProbe(addr, name, qtype))
-}
-
 // errExited is the cause of a [Process] context when the child exited.
 var errExited = errors.New("process exited")

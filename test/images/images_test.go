@@ -35,6 +35,7 @@ import (
 
 	"github.com/coredns-hairpin/hairpin/build/images/imagebuild"
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
 
 // image is one image under test.
@@ -360,7 +361,7 @@ func onlyFile(t *testing.T, layer v1.Layer) (*tar.Header, []byte) {
 	t.Helper()
 	var hdrs []*tar.Header
 	var content []byte
-	if err := harness.WalkLayer(layer, func(hdr *tar.Header, r io.Reader) error {
+	if err := rootfs.WalkLayer(layer, func(hdr *tar.Header, r io.Reader) error {
 		hdrs = append(hdrs, hdr)
 		var err error
 		content, err = io.ReadAll(r)

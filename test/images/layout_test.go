@@ -21,7 +21,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/coredns-hairpin/hairpin/build/images/imagebuild"
-	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
 
 // distroless is the fixture of gcr.io/distroless/static-debian12:nonroot:
@@ -111,7 +111,7 @@ func listImage(t *testing.T, img v1.Image) map[string]node {
 	}
 	tree := map[string]node{}
 	for i, l := range layers {
-		if err := harness.WalkLayer(l, func(hdr *tar.Header, r io.Reader) error {
+		if err := rootfs.WalkLayer(l, func(hdr *tar.Header, r io.Reader) error {
 			p := path.Clean("/" + hdr.Name)
 			if strings.HasPrefix(path.Base(p), ".wh.") {
 				return fmt.Errorf("whiteout %s: our images are built without any", hdr.Name)

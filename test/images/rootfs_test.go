@@ -26,17 +26,8 @@ import (
 
 	"github.com/coredns-hairpin/hairpin/build/images/imagebuild"
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
-
-// requireRoot skips (or fails, under HAIRPIN_REQUIRE_E2E=1) a test that
-// unpacks an image with its owners and capabilities, chroots and changes
-// user.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		harness.SkipOrFail(t, "unpacking an image and running it chrooted as 65532 needs root")
-	}
-}
 
 // rootfses holds each image's rootfs for this machine's architecture,
 // unpacked once per test binary (the coredns binary alone is 80 MB, slow to
@@ -45,8 +36,8 @@ func requireRoot(t *testing.T) {
 var rootfses = struct {
 	sync.Mutex
 	dir string
-	m   map[string]*harness.Rootfs
-}{m: map[string]*harness.Rootfs{}}
+	m   map[string]*rootfs.Rootfs
+}{m: map[string]*rootfs.Rootfs{}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
@@ -58,9 +49,9 @@ func TestMain(m *testing.M) {
 
 // unpack returns im's rootfs for this machine's architecture, unpacked
 // from what `make images` wrote, as a runtime would.
-func unpack(t *testing.T, im image) *harness.Rootfs {
+func unpack(t *testing.T, im image) *rootfs.Rootfs {
 	t.Helper()
-	requireRoot(t)
+	harness.RequireRoot(t, "unpacking an image and running it chrooted as 65532")
 	spec, _ := specOf(t, im)
 	rootfses.Lock()
 	defer rootfses.Unlock()
@@ -74,7 +65,7 @@ func unpack(t *testing.T, im image) *harness.Rootfs {
 		}
 		rootfses.dir = dir
 	}
-	r, err := harness.UnpackImage(madeOutput(t, spec).Layout, runtime.GOARCH, filepath.Join(rootfses.dir, im.binary))
+	r, err := rootfs.Unpack(madeOutput(t, spec).Layout, runtime.GOARCH, filepath.Join(rootfses.dir, im.binary))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +79,7 @@ func unpack(t *testing.T, im image) *harness.Rootfs {
 // image's environment. Nothing is mounted in it, /proc included, where a
 // runtime would mount one; CoreDNS then says it cannot size GOMAXPROCS from
 // /proc/self/mountinfo, and runs.
-func startInRootfs(t *testing.T, r *harness.Rootfs, args ...string) *harness.Process {
+func startInRootfs(t *testing.T, r *rootfs.Rootfs, args ...string) *harness.Process {
 	t.Helper()
 	uid, gid, ok := strings.Cut(r.User, ":")
 	u, err1 := strconv.ParseUint(uid, 10, 32)

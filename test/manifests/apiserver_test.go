@@ -77,6 +77,17 @@ func TestEveryRenderPassesServerSideDryRun(t *testing.T) {
 	// rendered Namespace carries, so that admission warns as it would.
 	k.run([]byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+releaseNamespace+`","labels":{`+
 		`"pod-security.kubernetes.io/enforce":"restricted","pod-security.kubernetes.io/warn":"restricted"}}}`), "apply", "-f", "-")
+	// The other namespaces the renders put objects in (a direct target's
+	// Role goes to its Service's namespace), as the cluster has them.
+	namespaces := map[string]bool{releaseNamespace: true}
+	for _, r := range renders {
+		for _, o := range r.objs {
+			if m, err := meta.Accessor(o); err == nil && m.GetNamespace() != "" && !namespaces[m.GetNamespace()] {
+				namespaces[m.GetNamespace()] = true
+				k.run([]byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+m.GetNamespace()+`"}}`), "apply", "-f", "-")
+			}
+		}
+	}
 	for _, r := range renders {
 		t.Run(r.name, func(t *testing.T) {
 			k := cli{t: t, kubectl: k.kubectl, kubeconfig: k.kubeconfig}

@@ -72,8 +72,10 @@ func TestBadValuesNameTheField(t *testing.T) {
 		{"unknown top-level key", []string{defaultZones, `proxi={}`}, "proxi"},
 		{"typo in a target", []string{targets(`"a":{"zone":["example.com"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8080}]}}`)}, "/targets/a"},
 		{"default target without zones", []string{`targets.ingress-nginx.zones=[]`}, "/targets/ingress-nginx/zones"},
-		{"zone with a wildcard", []string{`targets.ingress-nginx.zones=["*.example.com"]`}, "/targets/ingress-nginx/zones/0"},
-		{"target name not a DNS label", []string{targets(a, `"Bad_Name":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, "Bad_Name"},
+		{"zone with a wildcard", []string{`targets.ingress-nginx.zones=["*.example.com"]`}, `targets.ingress-nginx.zones[0]: "*.example.com" is not a DNS zone: lower-case labels of letters, digits and '-' separated by dots, such as example.com`},
+		{"target name not a DNS label", []string{targets(a, `"Bad_Name":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, `targets: "Bad_Name" is not a valid target name: it names the target's Service, so at most 63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit`},
+		{"grace period not above lameduck and drain", []string{defaultZones, `proxy.terminationGracePeriodSeconds=30`}, "proxy.terminationGracePeriodSeconds: 30 must exceed proxy.lameduck + proxy.drainTimeout (5s + 25s = 30s)"},
+		{"grace period below a longer drain", []string{defaultZones, `proxy.drainTimeout="1m30s"`}, "proxy.terminationGracePeriodSeconds: 35 must exceed proxy.lameduck + proxy.drainTimeout (5s + 1m30s = 95s)"},
 		{"privileged container port", []string{defaultZones, `targets.ingress-nginx.upstream.ports=[{"name":"http","port":80,"containerPort":80}]`}, "/targets/ingress-nginx/upstream/ports/0/containerPort"},
 		{"port out of range", []string{defaultZones, `targets.ingress-nginx.upstream.ports=[{"name":"http","port":70000,"containerPort":8080}]`}, "/targets/ingress-nginx/upstream/ports/0/port"},
 		{"gateway without namespace", []string{defaultZones, `targets.ingress-nginx.gateways=["public"]`}, "/targets/ingress-nginx/gateways/0"},
@@ -94,13 +96,18 @@ func TestBadValuesNameTheField(t *testing.T) {
 		{"target selects nothing", []string{defaultZones, `targets.ingress-nginx.ingressClasses=[]`}, "targets.ingress-nginx: selects nothing"},
 		{"gateways without Gateway API RBAC", []string{defaultZones, `targets.ingress-nginx.gatewayClasses=["eg"]`, `rbac.gatewayAPI=false`}, "targets.ingress-nginx: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false"},
 		{"target named like the metrics Service", []string{targets(`"hairpin-proxy-metrics":{"zones":["x.org"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}`)}, `targets.hairpin-proxy-metrics: "hairpin-proxy-metrics" is the name of the proxy's metrics Service`},
+		{"direct target with the default upstream", []string{defaultZones, `targets.ingress-nginx.direct={"namespace":"gateways","name":"public"}`}, "/targets/ingress-nginx/upstream"},
+		{"direct target with destAddr", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"],"destAddr":"203.0.113.1","direct":{"namespace":"g","name":"s"}}`)}, "/targets/d/destAddr"},
+		{"direct target without a name", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"],"direct":{"namespace":"g"}}`)}, "/targets/d/direct"},
+		{"direct target without zones", []string{targets(`"d":{"gateways":["g/p"],"direct":{"namespace":"g","name":"s"}}`)}, "/targets/d"},
+		{"target with neither upstream nor direct", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"]}`)}, "upstream"},
 		{"tenant without DNS Service IP", []string{defaultZones, `tenant.enabled=true`, `tenant.dnsServiceIP=""`}, "tenant.dnsServiceIP"},
 	}
 	tests = append(tests, struct {
 		name string
 		set  []string
 		want string
-	}{"a disabled target still gets its fields checked", []string{defaultZones, `targets.off={"enabled":false,"zones":["Not A Zone"]}`}, "/targets/off/zones/0"})
+	}{"a disabled target still gets its fields checked", []string{defaultZones, `targets.off={"enabled":false,"zones":["Not A Zone"]}`}, `targets.off.zones[0]: "Not A Zone" is not a DNS zone`})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := helmTemplate(t, h, valuesCase{set: tt.set})
@@ -111,6 +118,31 @@ func TestBadValuesNameTheField(t *testing.T) {
 				t.Errorf("error does not name %q:\n%v", tt.want, err)
 			}
 		})
+	}
+}
+
+// TestBadTargetNameErrorIsTheSameEveryTime (issue 34, 5): a target name
+// that is not a DNS label fails with one line naming targets and the name,
+// the same on every render (the schema's propertyNames rule blamed a
+// different field each time).
+func TestBadTargetNameErrorIsTheSameEveryTime(t *testing.T) {
+	h := harness.RequireHelm(t)
+	set := []string{`targets={"ingress-nginx":{"enabled":false},"Foo_Bar":{"zones":["example.com"],"ingressClasses":["x"],"upstream":{"namespace":"n","name":"c","ports":[{"name":"http","port":80,"containerPort":8081}]}}}`}
+	first := ""
+	for i := range 5 {
+		_, err := helmTemplate(t, h, valuesCase{set: set})
+		if err == nil {
+			t.Fatal("a target named Foo_Bar rendered")
+		}
+		msg := err.Error()[strings.Index(err.Error(), "\n")+1:] // after the command line
+		if !strings.Contains(msg, `targets: "Foo_Bar" is not a valid target name`) {
+			t.Fatalf("render %d: the error does not name targets and Foo_Bar:\n%s", i, msg)
+		}
+		if i == 0 {
+			first = msg
+		} else if msg != first {
+			t.Fatalf("render %d gave another error:\n%s\nfirst:\n%s", i, msg, first)
+		}
 	}
 }
 
@@ -231,15 +263,9 @@ func kustomize(t *testing.T, dir string) []byte {
 	return out
 }
 
-// kubectl returns the kubectl binary, or skips (fails under
-// HAIRPIN_REQUIRE_E2E=1) when there is none.
-func kubectl(t testing.TB) string {
-	t.Helper()
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	return harness.RequireExecutable(t, "/usr/bin/kubectl")
-}
+// kubectl returns the kubectl that `make tools` builds (skipped, or failed
+// under HAIRPIN_REQUIRE_E2E=1, without it).
+func kubectl(t testing.TB) string { return harness.RequireKubectl(t) }
 
 // TestAlertRulesAreTheDocumentedOnes checks that the chart's rule file is
 // the one in docs/alerts (which `make manifests` copies in), when that file

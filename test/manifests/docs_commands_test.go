@@ -35,7 +35,7 @@ func documentedHelmCommands(t testing.TB) []docCommand {
 	t.Helper()
 	var cmds []docCommand
 	add := func(where, text string) {
-		words, err := shellWords(text)
+		words, err := harness.ShellWords(text)
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
@@ -47,12 +47,12 @@ func documentedHelmCommands(t testing.TB) []docCommand {
 		}
 	}
 	for _, f := range docFiles(t) {
-		for _, b := range codeBlocks(readDoc(t, f)) {
-			if !slices.Contains([]string{"sh", "bash", "shell", "console", ""}, b.lang) {
+		for _, b := range harness.CodeBlocks(readDoc(t, f)) {
+			if !b.IsShell() {
 				continue
 			}
-			for _, c := range shellCommands(b.body) {
-				add(fmt.Sprintf("%s:%d", f, b.line+1+c.line), c.text)
+			for _, c := range harness.ShellCommands(b.Body) {
+				add(fmt.Sprintf("%s:%d", f, b.Line+1+c.Line), c.Text)
 			}
 		}
 	}
@@ -107,6 +107,9 @@ func (c docCommand) renderArgs(t testing.TB, chartVersion string) ([]string, err
 				version = val
 				continue
 			case "-f", "--values":
+				// A file of the release's tag, as the docs give it for
+				// the OCI chart, is the file of this checkout.
+				val = strings.TrimPrefix(val, "https://raw.githubusercontent.com/coredns-hairpin/hairpin/"+appVersionOf(chartVersion)+"/")
 				val = filepath.Join(repoDir(t), val)
 				if _, err := os.Stat(val); err != nil {
 					return nil, fmt.Errorf("values file: %w", err)
@@ -154,6 +157,10 @@ func (c docCommand) renderArgs(t testing.TB, chartVersion string) ([]string, err
 	args = append(args, chartDir(t))
 	return append(args, flags...), nil
 }
+
+// appVersionOf is the appVersion of chart version v: the images and the
+// release's tag are v-prefixed.
+func appVersionOf(v string) string { return "v" + v }
 
 // chartMeta returns the chart's version and appVersion.
 func chartMeta(t testing.TB) (version, appVersion string) {
@@ -253,6 +260,23 @@ func TestDocumentedImagesAreWhatReleasesPush(t *testing.T) {
 		repo, _ := v[key].(map[string]any)["image"].(map[string]any)["repository"].(string)
 		if want, _, _ := strings.Cut(images[img], ":"+appVersion); repo != want {
 			t.Errorf("values %s.image.repository %q; make images builds %s", key, repo, want)
+		}
+	}
+}
+
+// TestReleasedChartInstallsNameFilesAUserHas (issue 34, 13): a documented
+// helm command that installs the released chart takes its values files
+// from the release (a URL of the release's tag), not from a checkout's
+// manifests/ folder, which a user of the OCI chart does not have.
+func TestReleasedChartInstallsNameFilesAUserHas(t *testing.T) {
+	for _, c := range documentedHelmCommands(t) {
+		if !slices.Contains(c.words, releasedChart) {
+			continue
+		}
+		for i, w := range c.words {
+			if (w == "-f" || w == "--values") && i+1 < len(c.words) && !strings.HasPrefix(c.words[i+1], "https://") {
+				t.Errorf("%s: %s -f %s: a values file of a checkout with the released chart; give the release's URL (https://raw.githubusercontent.com/coredns-hairpin/hairpin/vX.Y.Z/...)", c.where, releasedChart, c.words[i+1])
+			}
 		}
 	}
 }

@@ -115,27 +115,6 @@ func TestDocLinksResolve(t *testing.T) {
 	}
 }
 
-// TestChartNamesNoFileOutsideIt: nothing in the packaged chart points at
-// DESIGN.md, which is not part of the repository, let alone of the chart.
-func TestChartNamesNoFileOutsideIt(t *testing.T) {
-	err := filepath.WalkDir(chartDir(t), func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if strings.Contains(string(b), "DESIGN.md") {
-			t.Errorf("%s names DESIGN.md, which the packaged chart does not hold", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestCitedReleaseNotesExist: where the docs send the reader to release
 // notes, they link the changelog or the support table that holds them.
 func TestCitedReleaseNotesExist(t *testing.T) {

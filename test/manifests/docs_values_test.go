@@ -295,7 +295,7 @@ func TestRKE2DocsMatchRKE2(t *testing.T) {
 	}
 	var repos []string
 	for _, b := range yamlBlocks(t, "docs/install/rke2.md") {
-		body := b.body
+		body := b.Body
 		if !strings.Contains(body, "kind:") {
 			// A valuesContent excerpt: wrap it the way the full object holds it.
 			body = "apiVersion: helm.cattle.io/v1\nkind: HelmChartConfig\nmetadata: {name: rke2-coredns, namespace: kube-system}\nspec:\n" + body
@@ -309,16 +309,16 @@ func TestRKE2DocsMatchRKE2(t *testing.T) {
 			} `json:"spec"`
 		}
 		if err := yaml.UnmarshalStrict([]byte(body), &hcc); err != nil {
-			t.Fatalf("rke2.md line %d: %v", b.line, err)
+			t.Fatalf("rke2.md line %d: %v", b.Line, err)
 		}
 		if hcc.Kind != "HelmChartConfig" || hcc.Metadata.Name != "rke2-coredns" || hcc.Metadata.Namespace != "kube-system" {
-			t.Errorf("rke2.md line %d: %s %s/%s; want HelmChartConfig kube-system/rke2-coredns", b.line, hcc.Kind, hcc.Metadata.Namespace, hcc.Metadata.Name)
+			t.Errorf("rke2.md line %d: %s %s/%s; want HelmChartConfig kube-system/rke2-coredns", b.Line, hcc.Kind, hcc.Metadata.Namespace, hcc.Metadata.Name)
 		}
 		var v struct {
 			Image struct{ Repository, Tag string } `json:"image"`
 		}
 		if err := yaml.UnmarshalStrict([]byte(hcc.Spec.ValuesContent), &v); err != nil {
-			t.Fatalf("rke2.md line %d: valuesContent: %v", b.line, err)
+			t.Fatalf("rke2.md line %d: valuesContent: %v", b.Line, err)
 		}
 		repos = append(repos, v.Image.Repository)
 	}
@@ -356,14 +356,14 @@ func TestCozystackMigrationKeepsProxyProtocolAndDropsOuroboros(t *testing.T) {
 				} `json:"components"`
 			} `json:"spec"`
 		}
-		if err := yaml.Unmarshal([]byte(b.body), &pkg); err != nil || pkg.Kind != "Package" {
+		if err := yaml.Unmarshal([]byte(b.Body), &pkg); err != nil || pkg.Kind != "Package" {
 			continue
 		}
 		found = true
 		v := pkg.Spec.Components.Platform.Values
 		if pkg.Metadata.Name != "cozystack.cozystack-platform" || !v.Publishing.ProxyProtocol || !slices.Contains(v.Bundles.DisabledPackages, "cozystack.ouroboros") {
 			t.Errorf("migrate.md line %d: Package %s, proxyProtocol %v, disabledPackages %v; want cozystack.cozystack-platform keeping the PROXY protocol and disabling cozystack.ouroboros",
-				b.line, pkg.Metadata.Name, v.Publishing.ProxyProtocol, v.Bundles.DisabledPackages)
+				b.Line, pkg.Metadata.Name, v.Publishing.ProxyProtocol, v.Bundles.DisabledPackages)
 		}
 	}
 	if !found {
@@ -513,5 +513,48 @@ func TestValuesTableIsCurrent(t *testing.T) {
 		if !slices.Contains(keys, k) {
 			t.Errorf("the values table has no row %s", k)
 		}
+	}
+}
+
+// TestMonitoringAdmitsItsScrape (issue 34, 7): with the ServiceMonitor on,
+// the proxy's NetworkPolicy admits the health port that it scrapes, from
+// networkPolicy.metricsFrom when that names the scrapers, else from any
+// pod (Prometheus's namespace is not known); with it off and no
+// metricsFrom, the port stays closed. A CNI that enforces policy (Cilium on
+// Cozystack) would otherwise drop every scrape of the Cozystack example.
+func TestMonitoringAdmitsItsScrape(t *testing.T) {
+	admits := func(objs []apiruntime.Object) (open, fromAnyone bool) {
+		np := find[*netv1.NetworkPolicy](objs, proxyName)
+		if np == nil {
+			t.Fatal("no proxy NetworkPolicy")
+		}
+		for _, rule := range np.Spec.Ingress {
+			for _, p := range rule.Ports {
+				if p.Port != nil && p.Port.IntVal == 9090 {
+					open = true
+					fromAnyone = fromAnyone || len(rule.From) == 0
+				}
+			}
+		}
+		return open, fromAnyone
+	}
+	tests := []struct {
+		name             string
+		c                valuesCase
+		open, fromAnyone bool
+	}{
+		{"monitoring off", valuesCase{set: []string{defaultZones}}, false, false},
+		{"ServiceMonitor on", valuesCase{set: []string{defaultZones, `serviceMonitor.enabled=true`}}, true, true},
+		{"ServiceMonitor on, scrapers named", valuesCase{set: []string{defaultZones, `serviceMonitor.enabled=true`,
+			`networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]`}}, true, false},
+		{"the Cozystack management example", example(t, "cozystack-management.yaml"), true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open, fromAnyone := admits(render(t, tt.c))
+			if open != tt.open || fromAnyone != tt.fromAnyone {
+				t.Errorf("health port 9090 admitted %v, from anyone %v; want %v, %v", open, fromAnyone, tt.open, tt.fromAnyone)
+			}
+		})
 	}
 }

@@ -1,7 +1,7 @@
 package manifests
 
 // The chart end to end with our CoreDNS: these tests need the plugin's
-// target discovery (DESIGN.md, "Targets": Services labelled
+// target discovery (docs/architecture.md, "Targets": Services labelled
 // hairpin.coredns-hairpin.io/target in the namespace of `targets NAMESPACE`).
 // They are written to that contract and fail on a plugin without it.
 

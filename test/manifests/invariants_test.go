@@ -18,13 +18,15 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
-// The keys of DESIGN.md's "Targets" table.
+// The keys of the "Targets" table of docs/architecture.md, spelled out
+// here so that the chart is checked against them, not against the plugin.
 const (
 	targetLabel          = "hairpin.coredns-hairpin.io/target"
 	zonesAnnotation      = "hairpin.coredns-hairpin.io/zones"
 	ingressClassesAnnot  = "hairpin.coredns-hairpin.io/ingress-classes"
 	gatewayClassesAnnot  = "hairpin.coredns-hairpin.io/gateway-classes"
 	gatewaysAnnotation   = "hairpin.coredns-hairpin.io/gateways"
+	directServiceAnnot   = "hairpin.coredns-hairpin.io/direct-service"
 	proxyName            = "hairpin-proxy"
 	gatewayGroup         = "gateway.networking.k8s.io"
 	healthPortName       = "metrics"
@@ -67,7 +69,11 @@ type target struct {
 	GatewayClasses []string `json:"gatewayClasses"`
 	Gateways       []string `json:"gateways"`
 	DestAddr       string   `json:"destAddr"`
-	Upstream       struct {
+	Direct         *struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"direct"`
+	Upstream struct {
 		Namespace   string            `json:"namespace"`
 		Name        string            `json:"name"`
 		PodSelector map[string]string `json:"podSelector"`
@@ -316,6 +322,12 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 				"ClusterRole hairpin-coredns":                           hairpin,
 				"Role " + releaseNamespace + "/hairpin-coredns-targets": {"/services get,list,watch"},
 			}
+			// A direct target's named Service is watched in its namespace.
+			for _, tg := range v.targets() {
+				if tg.Direct != nil {
+					wantRoles["Role "+tg.Direct.Namespace+"/hairpin-coredns-direct"] = []string{"/services get,list,watch"}
+				}
+			}
 			if v.Tenant.Enabled {
 				wantRoles["ClusterRole hairpin-coredns-kubernetes"] = []string{"/namespaces list,watch", "/services list,watch", "discovery.k8s.io/endpointslices list,watch"}
 			}
@@ -331,25 +343,47 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 			}
 
 			sa := v.CoreDNS.ServiceAccount
-			check := func(kind string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) {
+			check := func(kind, namespace string, subjects []rbacv1.Subject, ref rbacv1.RoleRef) {
 				if len(subjects) != 1 || subjects[0].Kind != "ServiceAccount" || subjects[0].Name != sa.Name || subjects[0].Namespace != sa.Namespace {
 					t.Errorf("%s binds %v; want only ServiceAccount %s/%s", kind, subjects, sa.Namespace, sa.Name)
 				}
 				key := ref.Kind + " " + ref.Name
 				if ref.Kind == "Role" {
-					key = "Role " + releaseNamespace + "/" + ref.Name
+					key = "Role " + namespace + "/" + ref.Name
 				}
 				if _, ok := gotRoles[key]; !ok {
 					t.Errorf("%s refers to %s %s, which the chart does not render", kind, ref.Kind, ref.Name)
 				}
 			}
 			for _, b := range all[*rbacv1.ClusterRoleBinding](r.objs) {
-				check(kindOf(b), b.Subjects, b.RoleRef)
+				check(kindOf(b), "", b.Subjects, b.RoleRef)
 			}
 			for _, b := range all[*rbacv1.RoleBinding](r.objs) {
-				check(kindOf(b), b.Subjects, b.RoleRef)
+				check(kindOf(b), b.Namespace, b.Subjects, b.RoleRef)
 			}
 		})
+	}
+}
+
+// checkDirectTarget checks a direct target's Service: only a carrier of
+// the annotations (headless, no selector, no ports) naming its Service,
+// and no proxy route of its name.
+func checkDirectTarget(t *testing.T, tg *target, svc *corev1.Service, routes map[string]route) {
+	t.Helper()
+	if svc == nil {
+		t.Errorf("direct target %s: no Service", tg.Name)
+		return
+	}
+	if got, want := svc.Annotations[directServiceAnnot], tg.Direct.Namespace+"/"+tg.Direct.Name; got != want {
+		t.Errorf("direct target %s: annotation %s = %q; want %q", tg.Name, directServiceAnnot, got, want)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || len(svc.Spec.Selector) > 0 || len(svc.Spec.Ports) > 0 {
+		t.Errorf("direct target %s: Service clusterIP %q, selector %v, ports %v; want headless, none, none", tg.Name, svc.Spec.ClusterIP, svc.Spec.Selector, svc.Spec.Ports)
+	}
+	for name := range routes {
+		if strings.HasPrefix(name, tg.Name+"-") {
+			t.Errorf("direct target %s has the proxy route %s", tg.Name, name)
+		}
 	}
 }
 
@@ -405,7 +439,7 @@ func flag(args []string, name string) string {
 }
 
 // TestTargetsAreWired checks, for every render, that each values target
-// became exactly what DESIGN.md and the docs promise: a target Service in
+// became exactly what the docs promise: a target Service in
 // the release namespace with the target label and the annotations, selecting
 // the proxy pods, whose ports are the upstream's and lead to the route's
 // container port; one proxy route per upstream port, to the absolute
@@ -424,6 +458,16 @@ func TestTargetsAreWired(t *testing.T) {
 
 func checkTargets(t *testing.T, r rendered, v values) {
 	d := find[*appsv1.Deployment](r.objs, proxyName)
+	if !slices.ContainsFunc(v.targets(), func(tg *target) bool { return tg.Direct == nil }) {
+		// Only direct targets: nothing for a proxy to do.
+		if d != nil || find[*netv1.NetworkPolicy](r.objs, proxyName) != nil {
+			t.Error("only direct targets, yet a proxy Deployment or NetworkPolicy")
+		}
+		for _, tg := range v.targets() {
+			checkDirectTarget(t, tg, find[*corev1.Service](r.objs, tg.Name), nil)
+		}
+		return
+	}
 	if d == nil {
 		t.Fatal("no proxy Deployment")
 	}
@@ -486,17 +530,26 @@ func checkTargets(t *testing.T, r rendered, v values) {
 		if svc.Spec.Type != corev1.ServiceTypeClusterIP {
 			t.Errorf("target %s: Service type %q; want ClusterIP", tg.Name, svc.Spec.Type)
 		}
-		if !selects(svc.Spec.Selector, podLabels) {
+		if tg.Direct == nil && !selects(svc.Spec.Selector, podLabels) {
 			t.Errorf("target %s: selector %v does not select the proxy pods %v", tg.Name, svc.Spec.Selector, podLabels)
+		}
+		var direct []string
+		if tg.Direct != nil {
+			direct = []string{tg.Direct.Namespace + "/" + tg.Direct.Name}
 		}
 		for key, list := range map[string][]string{
 			zonesAnnotation: tg.Zones, ingressClassesAnnot: tg.IngressClasses,
 			gatewayClassesAnnot: tg.GatewayClasses, gatewaysAnnotation: tg.Gateways,
+			directServiceAnnot: direct,
 		} {
 			got, ok := svc.Annotations[key]
 			if want := strings.Join(list, ","); got != want || ok != (len(list) > 0) {
 				t.Errorf("target %s: annotation %s = %q (set %v); want %q", tg.Name, key, got, ok, want)
 			}
+		}
+		if tg.Direct != nil {
+			checkDirectTarget(t, tg, svc, routes)
+			continue
 		}
 		svcPorts := map[string]corev1.ServicePort{}
 		for _, p := range svc.Spec.Ports {

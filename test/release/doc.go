@@ -1,4 +1,4 @@
-// Package release tests the release (DESIGN.md, "Releases"): `make release`
+// Package release tests the release (docs/architecture.md, "Releases"): `make release`
 // into an in-process OCI registry (go-containerregistry's pkg/registry on
 // loopback, plain HTTP), then both image indexes pulled back with every
 // platform's binary checked against its architecture, the pushed chart

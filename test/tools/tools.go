@@ -3,7 +3,8 @@
 // Package tools pins the main packages that build/tools.sh builds, so that
 // `go mod tidy` keeps their dependencies in go.mod and go.sum: the control
 // plane of the test cluster (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler) and the node's dataplane (kube-proxy).
+// kube-scheduler), the node's dataplane (kube-proxy), and the kubectl the
+// docs test runs the documented commands with.
 package tools
 
 import (
@@ -12,4 +13,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )

@@ -1,7 +1,7 @@
 // Package activate adds the hairpin plugin to a Corefile that does not name
 // it: one `hairpin` line in every server block that holds the kubernetes
 // plugin. It is what lets an operator adopt coredns-hairpin by pinning the
-// image alone, on distributions that re-render the Corefile (DESIGN.md,
+// image alone, on distributions that re-render the Corefile (docs/architecture.md,
 // "Activation").
 //
 // The decision is made on the Corefile as CoreDNS will see it, after every

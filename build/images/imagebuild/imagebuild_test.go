@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/x509roots/fallback/bundle"
 
-	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
 
 func TestTagForMakesVersionsValidTags(t *testing.T) {
@@ -148,7 +148,7 @@ func TestNewLayerIsSortedWithFixedTimesAndNoNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := harness.WalkLayer(l, func(hdr *tar.Header, _ io.Reader) error {
+	if err := rootfs.WalkLayer(l, func(hdr *tar.Header, _ io.Reader) error {
 		if !hdr.ModTime.Equal(time.Unix(0, 0)) || hdr.Uname != "" || hdr.Gname != "" {
 			t.Errorf("%s: mtime %v, owner names %q:%q; want the epoch and none", hdr.Name, hdr.ModTime, hdr.Uname, hdr.Gname)
 		}

@@ -57,6 +57,34 @@ into the default target) as a JSON list sorted by name, each entry with its
 {{- toJson $list -}}
 {{- end }}
 
+{{/*
+hairpin.proxiedTargets: the targets that the proxy fronts (hairpin.targets
+without the direct ones), as a JSON list. Use it with fromJsonArray.
+*/}}
+{{- define "hairpin.proxiedTargets" -}}
+{{- $list := list -}}
+{{- range include "hairpin.targets" . | fromJsonArray -}}
+{{- if not .direct -}}
+{{- $list = append $list . -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $list -}}
+{{- end }}
+
+{{/*
+hairpin.directNamespaces: the namespaces of the Services that direct
+targets name, sorted and unique, as a JSON list.
+*/}}
+{{- define "hairpin.directNamespaces" -}}
+{{- $list := list -}}
+{{- range include "hairpin.targets" . | fromJsonArray -}}
+{{- with .direct -}}
+{{- $list = append $list .namespace -}}
+{{- end -}}
+{{- end -}}
+{{- toJson ($list | uniq | sortAlpha) -}}
+{{- end }}
+
 {{/* hairpin.gatewayAPI: "true" when the Gateway API rules are granted. */}}
 {{- define "hairpin.gatewayAPI" -}}
 {{- $g := .Values.rbac.gatewayAPI -}}
@@ -80,6 +108,27 @@ cannot say: names and ports that must be unique across list entries, and
 settings that contradict each other.
 */}}
 {{- define "hairpin.validate" -}}
+{{- /* Target names and zones are checked here rather than by the schema,
+whose errors for them blame another field (propertyNames) or show only a
+regex; range goes over the names in order, so the error is the same on
+every render. Disabled targets are checked too. */ -}}
+{{- range $name, $t := .Values.targets -}}
+{{- if or (gt (len $name) 63) (not (regexMatch "^[a-z]([-a-z0-9]*[a-z0-9])?$" $name)) -}}
+{{- fail (printf "targets: %q is not a valid target name: it names the target's Service, so at most 63 lower-case letters, digits and '-', starting with a letter and ending with a letter or digit (e.g. tenant-root)" $name) -}}
+{{- end -}}
+{{- if kindIs "map" $t -}}
+{{- range $i, $z := $t.zones -}}
+{{- if not (regexMatch "^([a-z0-9]([-a-z0-9]*[a-z0-9])?\\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?\\.?$" $z) -}}
+{{- fail (printf "targets.%s.zones[%d]: %q is not a DNS zone: lower-case labels of letters, digits and '-' separated by dots, such as example.com; no wildcard, a zone already covers every name under it" $name $i $z) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $p := .Values.proxy -}}
+{{- $stop := addf (include "hairpin.seconds" $p.lameduck | float64) (include "hairpin.seconds" $p.drainTimeout | float64) -}}
+{{- if le (float64 $p.terminationGracePeriodSeconds) $stop -}}
+{{- fail (printf "proxy.terminationGracePeriodSeconds: %v must exceed proxy.lameduck + proxy.drainTimeout (%s + %s = %vs), or the kubelet kills connections still draining; set it to at least %d" $p.terminationGracePeriodSeconds $p.lameduck $p.drainTimeout $stop (add1 (floor $stop | int))) -}}
+{{- end -}}
 {{- $routes := dict -}}
 {{- $ports := dict (toString .Values.proxy.healthPort) "proxy.healthPort" -}}
 {{- range $t := include "hairpin.targets" . | fromJsonArray -}}
@@ -89,7 +138,7 @@ settings that contradict each other.
 {{- end -}}
 {{- $portNames := dict -}}
 {{- $servicePorts := dict -}}
-{{- range $j, $p := $t.upstream.ports -}}
+{{- range $j, $p := dig "upstream" "ports" list $t -}}
 {{- $pw := printf "%s.upstream.ports[%d]" $where $j -}}
 {{- if hasKey $portNames $p.name -}}
 {{- fail (printf "%s.name: %q is already the name of %s" $pw $p.name (get $portNames $p.name)) -}}
@@ -120,6 +169,20 @@ settings that contradict each other.
 {{- fail "tenant.dnsServiceIP: required in tenant mode (kubelet's --cluster-dns)" -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+hairpin.seconds: a Go duration of the values ("5s", "1m30s", "500ms",
+"0") in seconds, for the checks that add durations up.
+*/}}
+{{- define "hairpin.seconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range $part := regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" (toString .) -1 -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $part -}}
+{{- $total = addf $total (mulf ($num | float64) (get $units (trimPrefix $num $part))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
 
 {{/*
 hairpin.tenantCorefile: tenant.corefile, or by default the stock kubeadm

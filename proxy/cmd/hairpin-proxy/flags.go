@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/proxy"
+	"github.com/coredns-hairpin/hairpin/proxy/routeflag"
 )
-
-// envPrefix starts the environment twin of every configuration flag:
-// --drain-timeout is also read from HAIRPIN_PROXY_DRAIN_TIMEOUT.
-const envPrefix = "HAIRPIN_PROXY_"
 
 // options is what the command line yields: the proxy Config plus settings
 // that belong to the process rather than to the proxy.
@@ -29,9 +26,10 @@ type options struct {
 	Version bool
 }
 
-// envName returns the environment twin of a flag name.
+// envName returns the environment twin of a flag name: --drain-timeout is
+// also read from HAIRPIN_PROXY_DRAIN_TIMEOUT.
 func envName(flagName string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	return routeflag.EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
 // routeList is the repeatable --route flag.
@@ -49,7 +47,7 @@ func (l routeList) String() string {
 }
 
 func (l routeList) Set(v string) error {
-	r, err := parseRoute(v)
+	r, err := routeflag.Parse(v)
 	if err != nil {
 		return err
 	}
@@ -122,23 +120,27 @@ func (v intValue) Set(s string) error {
 	return nil
 }
 
+// removedFlag is a flag that earlier builds had. Giving it fails with its
+// text, which says what to do, rather than with "flag provided but not
+// defined"; it is in no usage text.
+type removedFlag string
+
+func (r removedFlag) String() string   { return "" }
+func (r removedFlag) Set(string) error { return errors.New(string(r)) }
+func (r removedFlag) IsBoolFlag() bool { return true }
+
 type flagDoc struct {
 	name, arg, usage string
 	noEnv            bool
 }
 
-// parseArgs parses the command line (without the program name) and, for
-// every flag not given there, its HAIRPIN_PROXY_* environment twin; flags
-// win over the environment. lookupEnv is os.LookupEnv in production. Help
-// goes to out; on --help the error is flag.ErrHelp. Unless --version is
-// given, the resulting Config is validated.
-func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writer) (options, error) {
-	o := options{Config: proxy.DefaultConfig(), LogFormat: "text", LogLevel: "info"}
+// newFlagSet defines the command's flags on o. routeflag.FromContainer
+// reads a command line of these flags; a test holds the two in step.
+func newFlagSet(o *options) *flag.FlagSet {
 	c := &o.Config
 	fs := flag.NewFlagSet("hairpin-proxy", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-
-	fs.Var(routeList{&c.Routes}, "route", "")
+	fs.Var(routeList{&c.Routes}, routeflag.Name, "")
 	fs.Var(intValue{&c.ProxyProtocol}, "proxy-protocol", "")
 	fs.Var(durationValue{&c.DialTimeout}, "dial-timeout", "")
 	fs.Var(durationValue{&c.IdleTimeout}, "idle-timeout", "")
@@ -150,9 +152,21 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 	fs.Var(choiceValue{&o.LogFormat, []string{"text", "json"}}, "log-format", "")
 	fs.Var(choiceValue{&o.LogLevel, []string{"debug", "info", "warn", "error"}}, "log-level", "")
 	fs.BoolVar(&o.Version, "version", false, "")
+	fs.Var(removedFlag("--kernel-relay was removed (the in-kernel relay of pre-release builds): delete it from the proxy's arguments (chart: proxy.extraArgs)"), "kernel-relay", "")
+	return fs
+}
 
+// parseArgs parses the command line (without the program name) and, for
+// every flag not given there, its HAIRPIN_PROXY_* environment twin; flags
+// win over the environment. lookupEnv is os.LookupEnv in production. Help
+// goes to out; on --help the error is flag.ErrHelp. Unless --version is
+// given, the resulting Config is validated.
+func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writer) (options, error) {
+	o := options{Config: proxy.DefaultConfig(), LogFormat: "text", LogLevel: "info"}
+	c := &o.Config
+	fs := newFlagSet(&o)
 	docs := []flagDoc{
-		{"route", routeSyntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (a name is re-resolved at most once a second), and write header-port (default: the UPSTREAM port) as the PROXY destination port and dest-addr (default: the accepted socket's local address, in a cluster the proxy pod's IP after DNAT, not the ClusterIP) as its destination address. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
+		{routeflag.Name, routeflag.Syntax, "Route to serve; repeat the flag for more routes. Listen on LISTEN (IP literal or empty host, e.g. :8080), dial UPSTREAM host:port (a name is re-resolved at most once a second), and write header-port (default: the UPSTREAM port) as the PROXY destination port and dest-addr (default: the accepted socket's local address, in a cluster the proxy pod's IP after DNAT, not the ClusterIP) as its destination address. The env twin holds routes separated by whitespace; when any --route flag is given the env twin is ignored. Required.", false},
 		{"proxy-protocol", "1|2", "PROXY protocol version to write.", false},
 		{"dial-timeout", "DURATION", "Upper bound on one upstream dial, DNS included. Must be > 0.", false},
 		{"idle-timeout", "DURATION", "Close a connection after no bytes moved in either direction for this long; 0 disables it and turns on TCP keepalive instead.", false},
@@ -193,9 +207,9 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 		if !ok {
 			continue
 		}
-		if d.name == "route" {
+		if d.name == routeflag.Name {
 			for _, r := range strings.Fields(v) {
-				if err := fs.Set("route", r); err != nil {
+				if err := fs.Set(routeflag.Name, r); err != nil {
 					return o, fmt.Errorf("%s: %w", env, err)
 				}
 			}
@@ -209,7 +223,7 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 		return o, nil
 	}
 	if len(c.Routes) == 0 {
-		return o, errors.New("no routes: give at least one --route " + routeSyntax)
+		return o, errors.New("no routes: give at least one --route " + routeflag.Syntax)
 	}
 	if err := c.Validate(); err != nil {
 		return o, err
@@ -218,7 +232,7 @@ func parseArgs(args []string, lookupEnv func(string) (string, bool), out io.Writ
 }
 
 func writeUsage(w io.Writer, docs []flagDoc, defaults map[string]string) {
-	fmt.Fprintf(w, "Usage: hairpin-proxy --route %s [--route ...] [flags]\n\n", routeSyntax)
+	fmt.Fprintf(w, "Usage: hairpin-proxy --route %s [--route ...] [flags]\n\n", routeflag.Syntax)
 	fmt.Fprintln(w, "Accepts TCP connections, writes a PROXY protocol header with the real client")
 	fmt.Fprintln(w, "address, and relays the bytes untouched to the route's upstream.")
 	fmt.Fprintln(w, "Every flag can also be set through its environment twin; a flag wins.")

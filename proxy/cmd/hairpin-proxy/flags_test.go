@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
@@ -13,73 +12,8 @@ import (
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/proxy"
+	"github.com/coredns-hairpin/hairpin/proxy/routeflag"
 )
-
-func TestParseRoute(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    proxy.Route
-		wantErr string
-	}{
-		{in: ":8080=ingress-nginx-controller.ingress-nginx.svc:80",
-			want: proxy.Route{Name: ":8080", Listen: ":8080", Upstream: "ingress-nginx-controller.ingress-nginx.svc:80", HeaderPort: 80}},
-		{in: ":8443=ingress-nginx-controller.ingress-nginx.svc:443,header-port=8443,name=https",
-			want: proxy.Route{Name: "https", Listen: ":8443", Upstream: "ingress-nginx-controller.ingress-nginx.svc:443", HeaderPort: 8443}},
-		{in: "[::1]:8080=[::1]:80",
-			want: proxy.Route{Name: "[::1]:8080", Listen: "[::1]:8080", Upstream: "[::1]:80", HeaderPort: 80}},
-		{in: ":8443=ingress:443,dest-addr=203.0.113.10",
-			want: proxy.Route{Name: ":8443", Listen: ":8443", Upstream: "ingress:443", HeaderPort: 443, DestAddr: netip.MustParseAddr("203.0.113.10")}},
-		{in: ":8443=ingress:443,dest-addr=2001:db8::10,name=v6",
-			want: proxy.Route{Name: "v6", Listen: ":8443", Upstream: "ingress:443", HeaderPort: 443, DestAddr: netip.MustParseAddr("2001:db8::10")}},
-		{in: " 127.0.0.1:0=10.0.0.1:443 ",
-			want: proxy.Route{Name: "127.0.0.1:0", Listen: "127.0.0.1:0", Upstream: "10.0.0.1:443", HeaderPort: 443}},
-
-		{in: "", wantErr: "empty route"},
-		{in: ":8080", wantErr: "want LISTEN=UPSTREAM"},
-		{in: ":8080=ingress", wantErr: `upstream: "ingress": address ingress: missing port in address`},
-		{in: "8080=ingress:80", wantErr: `listen address: "8080": address 8080: missing port in address`},
-		{in: ":8080=ingress:", wantErr: "missing port"},
-		{in: ":8080=:80", wantErr: "missing host"},
-		{in: ":http=ingress:80", wantErr: `port "http" is not a number`},
-		{in: ":8080=ingress:80x", wantErr: `port "80x" is not a number`},
-		{in: ":8080=ingress:0", wantErr: "port 0 out of range 1-65535"},
-		{in: ":70000=ingress:80", wantErr: "port 70000 out of range 0-65535"},
-		{in: "localhost:8080=ingress:80", wantErr: "host must be an IP address or empty"},
-		{in: "1.2.3:8080=ingress:80", wantErr: "host must be an IP address or empty"},
-		{in: "::1:8080=ingress:80", wantErr: "too many colons"},
-		{in: ":8080=ingress:80,header-port=0", wantErr: "header-port: port 0 out of range 1-65535"},
-		{in: ":8080=ingress:80,header-port=65536", wantErr: "header-port: port 65536 out of range 1-65535"},
-		{in: ":8080=ingress:80,header-port=-1", wantErr: "header-port: port -1 out of range"},
-		{in: ":8080=ingress:80,header-port=", wantErr: "header-port: missing port"},
-		{in: ":8080=ingress:80,header-port=80,header-port=81", wantErr: `option "header-port" given twice`},
-		{in: ":8080=ingress:80,colour=blue", wantErr: `unknown option "colour"`},
-		{in: ":8080=ingress:80,name=", wantErr: "name is empty"},
-		{in: ":8080=ingress:80,junk", wantErr: `option "junk": want key=value`},
-		{in: ":8080=ingress:80,dest-addr=lb.example.com", wantErr: `dest-addr: "lb.example.com" is not an IP address`},
-		{in: ":8080=ingress:80,dest-addr=", wantErr: `dest-addr: "" is not an IP address`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseRoute(tc.in)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseRoute(%q) error = %v, want it to contain %q", tc.in, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("parseRoute(%q): %v", tc.in, err)
-			}
-			if got != tc.want {
-				t.Fatalf("parseRoute(%q) = %+v, want %+v", tc.in, got, tc.want)
-			}
-			back, err := parseRoute(got.String())
-			if err != nil || back != got {
-				t.Fatalf("String() %q does not parse back: %+v, %v", got.String(), back, err)
-			}
-		})
-	}
-}
 
 func env(kv ...string) func(string) (string, bool) {
 	m := map[string]string{}
@@ -174,7 +108,8 @@ func TestParseArgs(t *testing.T) {
 		{name: "negative drain timeout", args: []string{"--route", ":8080=a:80", "--drain-timeout=-1s"}, wantErr: `invalid value "-1s" for flag -drain-timeout: negative duration -1s`},
 		{name: "negative idle timeout", args: []string{"--route", ":8080=a:80", "--idle-timeout=-5m"}, wantErr: "flag -idle-timeout: negative duration"},
 		{name: "negative lameduck", args: []string{"--route", ":8080=a:80", "--lameduck=-1ms"}, wantErr: "flag -lameduck: negative duration"},
-		{name: "the removed in-kernel relay", args: []string{"--route", ":8080=a:80", "--kernel-relay"}, wantErr: "flag provided but not defined: -kernel-relay"},
+		{name: "the removed in-kernel relay says to drop it", args: []string{"--route", ":8080=a:80", "--kernel-relay"}, wantErr: "--kernel-relay was removed (the in-kernel relay of pre-release builds): delete it from the proxy's arguments (chart: proxy.extraArgs)"},
+		{name: "the removed in-kernel relay with a value says to drop it", args: []string{"--route", ":8080=a:80", "--kernel-relay=true"}, wantErr: "--kernel-relay was removed"},
 		{name: "zero dial timeout", args: []string{"--route", ":8080=a:80", "--dial-timeout=0"}, wantErr: "dial-timeout: must be greater than zero"},
 		{name: "zero ready interval", args: []string{"--route", ":8080=a:80", "--ready-interval=0s"}, wantErr: "ready-interval: must be greater than zero"},
 		{name: "bad duration", args: []string{"--route", ":8080=a:80", "--dial-timeout=5"}, wantErr: `flag -dial-timeout: invalid duration "5"`},
@@ -223,7 +158,7 @@ func TestHelpDocumentsEveryFlagWithEnvAndDefault(t *testing.T) {
 	}
 	help := out.String()
 	for _, want := range []string{
-		"--route " + routeSyntax, "HAIRPIN_PROXY_ROUTE",
+		"--route " + routeflag.Syntax, "HAIRPIN_PROXY_ROUTE",
 		"--proxy-protocol", "HAIRPIN_PROXY_PROXY_PROTOCOL", `default "1"`,
 		"--dial-timeout", "HAIRPIN_PROXY_DIAL_TIMEOUT", `default "5s"`,
 		"--idle-timeout", "HAIRPIN_PROXY_IDLE_TIMEOUT", `default "10m0s"`,

@@ -24,8 +24,13 @@ var everything = labels.Everything()
 
 // Options configures [Start].
 type Options struct {
-	// ProxyMode is kube-proxy's mode: "iptables" or "nftables".
+	// ProxyMode is the service dataplane: kube-proxy's mode, "iptables" or
+	// "nftables", or "cilium" ([CiliumMode]) for cilium-agent as
+	// kube-proxy replacement.
 	ProxyMode string
+	// Helm renders Cilium's chart in the cilium mode. Default:
+	// harness.RequireHelm.
+	Helm *harness.Helm
 	// AssetsDir holds etcd and the Kubernetes binaries. Default:
 	// $KUBEBUILDER_ASSETS.
 	AssetsDir string
@@ -54,14 +59,17 @@ type Cluster struct {
 	kcm       *harness.Process
 	scheduler *harness.Process
 	kubeProxy *harness.Process
+	ciliumDir string  // cilium-agent, cilium-cni and share/, in the cilium mode
+	cilium    *cilium // the running agent, in the cilium mode
 	lb        *loadBalancer
 	dns       *publicDNS
 }
 
 // Start starts the cluster for t and tears it down in t.Cleanup, also when
 // t fails. It needs root, iproute2, haproxy, and the binaries of
-// build/tools.sh; without them t is skipped, or failed under
-// HAIRPIN_REQUIRE_E2E=1.
+// build/tools.sh; the cilium mode also needs BPF, clang >= 18.1, bpftool
+// and helm. Without them t is skipped with one line saying why, or failed
+// under HAIRPIN_REQUIRE_E2E=1.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -70,16 +78,37 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if opts.AssetsDir == "" {
 		opts.AssetsDir = harness.RequireAssets(t)
 	}
-	for _, b := range []string{"kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+	bins := []string{"kube-controller-manager", "kube-scheduler"}
+	if opts.ProxyMode != CiliumMode {
+		bins = append(bins, "kube-proxy")
+	}
+	for _, b := range bins {
 		harness.RequireExecutable(t, filepath.Join(opts.AssetsDir, b))
 	}
 	c := &Cluster{opts: opts, dir: t.TempDir()}
+	if opts.ProxyMode == CiliumMode {
+		var err error
+		if c.ciliumDir, err = ciliumAssets(opts.AssetsDir); err != nil {
+			harness.SkipOrFail(t, "cluster: the cilium mode cannot run here: %v", err)
+		}
+		if c.opts.Helm == nil {
+			c.opts.Helm = harness.RequireHelm(t)
+		}
+	}
 	start := time.Now()
 	if err := c.start(t); err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	t.Logf("cluster: up in %s (kube-proxy %s)", time.Since(start).Round(time.Millisecond), opts.ProxyMode)
+	t.Logf("cluster: up in %s (%s)", time.Since(start).Round(time.Millisecond), c.dataplane())
 	return c
+}
+
+// dataplane names what serves the Services.
+func (c *Cluster) dataplane() string {
+	if c.opts.ProxyMode == CiliumMode {
+		return "cilium-agent, kube-proxy replacement"
+	}
+	return "kube-proxy " + c.opts.ProxyMode
 }
 
 func (c *Cluster) start(t testing.TB) error {
@@ -95,10 +124,15 @@ func (c *Cluster) start(t testing.TB) error {
 			t.Errorf("cluster: %v", err)
 		}
 	})
+	var crds []string
+	if c.ciliumDir != "" {
+		crds = append(crds, filepath.Join(c.ciliumDir, "share", "crds"))
+	}
 	c.CP, err = harness.StartControlPlane(harness.ControlPlaneOptions{
 		AssetsDir:        c.opts.AssetsDir,
 		Dir:              filepath.Join(c.dir, "controlplane"),
 		GatewayAPI:       c.opts.GatewayAPI,
+		CRDDirs:          crds,
 		Netns:            c.topo.node,
 		ServiceCIDR:      ServiceCIDR,
 		AdvertiseAddress: NodeIP,
@@ -126,12 +160,17 @@ func (c *Cluster) start(t testing.TB) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	var cni *node.CNI
+	if c.cilium != nil {
+		cni = c.cilium.cni()
+	}
 	c.Node, err = node.Start(ctx, node.Config{
 		Client:         c.CP.Clientset,
 		NodeName:       NodeName,
 		NodeIP:         NodeIP,
 		NodeNS:         c.topo.node,
 		PodCIDR:        PodCIDR,
+		CNI:            cni,
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  ClusterDomain,
 		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",
@@ -147,6 +186,13 @@ func (c *Cluster) start(t testing.TB) error {
 		}
 	})
 	t.Cleanup(func() { c.dumpOnFailure(t) })
+	if c.cilium != nil {
+		// The agent has waited for its Node and its podCIDR; it compiles
+		// its BPF programs with clang before it is ready.
+		if err := c.cilium.waitReady(t, c); err != nil {
+			return err
+		}
+	}
 	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, c.dir); err != nil {
 		return err
 	}
@@ -194,13 +240,26 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 // SetPublicName points name at ip in the public DNS.
 func (c *Cluster) SetPublicName(name string, ip netip.Addr) error { return c.dns.Set(name, ip) }
 
+// DeletePublicName removes name from the public DNS.
+func (c *Cluster) DeletePublicName(name string) error { return c.dns.Delete(name) }
+
 // LoadBalancerLog returns HAProxy's connection log since its last restart.
 func (c *Cluster) LoadBalancerLog() string { return c.lb.Log() }
 
 // OutsideExchange sends one DNS query from outside.
 func (c *Cluster) OutsideExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	return exchange(ctx, c.topo.outside, server, name, qtype)
+}
+
+// NodeExchange sends one DNS query from inside the node, e.g. to one
+// CoreDNS Pod's address, with no Pod or process in between.
+func (c *Cluster) NodeExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
+	return exchange(ctx, c.topo.node, server, name, qtype)
+}
+
+func exchange(ctx context.Context, ns *netns.NS, server, name string, qtype uint16) (*dns.Msg, error) {
 	var r *dns.Msg
-	err := c.topo.outside.Do(func() error {
+	err := ns.Do(func() error {
 		m := new(dns.Msg)
 		m.SetQuestion(dns.Fqdn(name), qtype)
 		cl := &dns.Client{Timeout: 2 * time.Second}

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"net/netip"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
@@ -20,13 +20,9 @@ import (
 // (both backends) and nft print it.
 func rootRules(t *testing.T) string {
 	t.Helper()
-	var all string
-	for _, cmd := range [][]string{{"iptables-save"}, {"ip6tables-save"}, {"nft", "list", "ruleset"}} {
-		out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %v: %s", cmd, err, out)
-		}
-		all += string(out)
+	all, err := hoststate.RootRules()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return all
 }
@@ -47,7 +43,7 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 		harness.RequireExecutable(t, filepath.Join(assets, b))
 	}
 	before := rootRules(t)
-	for _, mode := range ProxyModes {
+	for _, mode := range KubeProxyModes {
 		t.Run(mode, func(t *testing.T) {
 			c := &Cluster{opts: Options{ProxyMode: mode, AssetsDir: assets}, dir: t.TempDir()}
 			var err error

@@ -8,18 +8,29 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// ProxyModes are the kube-proxy modes the cluster runs in, the e2e matrix.
-var ProxyModes = []string{"iptables", "nftables"}
+// KubeProxyModes are kube-proxy's modes the cluster runs in.
+var KubeProxyModes = []string{"iptables", "nftables"}
 
-// startComponents starts kube-controller-manager, kube-scheduler and
-// kube-proxy inside the node, each with the admin kubeconfig (inside the
-// node, its 127.0.0.1 is the apiserver itself).
+// ProxyModes are the service dataplanes the cluster runs, the e2e matrix:
+// kube-proxy in each of its modes, and Cilium as kube-proxy replacement.
+var ProxyModes = append(append([]string{}, KubeProxyModes...), CiliumMode)
+
+// startComponents starts kube-controller-manager, kube-scheduler and the
+// service dataplane (kube-proxy, or cilium-agent) inside the node, each
+// with the admin kubeconfig (inside the node, its 127.0.0.1 is the
+// apiserver itself).
 func (c *Cluster) startComponents(t testing.TB) error {
 	bin := func(name string) string { return filepath.Join(c.opts.AssetsDir, name) }
 	kc := c.CP.Kubeconfig
 	// Deployments -> ReplicaSets -> Pods, EndpointSlices, the default
 	// ServiceAccounts, kube-root-ca.crt, garbage collection (helm
-	// uninstall), namespace deletion; no cloud, no node IPAM.
+	// uninstall), namespace deletion; no cloud, no node IPAM. In the
+	// cilium mode no daemonset controller either: the cilium DaemonSet is a
+	// record, its agent a process of the harness.
+	controllers := "--controllers=*,-nodeipam"
+	if c.opts.ProxyMode == CiliumMode {
+		controllers += ",-daemonset"
+	}
 	c.kcm = harness.StartCmd(t, "kube-controller-manager", c.topo.node.Command(bin("kube-controller-manager"),
 		"--kubeconfig="+kc,
 		"--authentication-kubeconfig="+kc,
@@ -31,7 +42,7 @@ func (c *Cluster) startComponents(t testing.TB) error {
 		"--root-ca-file="+c.CP.CAFile,
 		"--service-account-private-key-file="+c.CP.ServiceAccountKeyFile,
 		"--use-service-account-credentials=false",
-		"--controllers=*,-nodeipam",
+		controllers,
 		"--concurrent-deployment-syncs=5",
 		"-v=1",
 	))
@@ -44,6 +55,9 @@ func (c *Cluster) startComponents(t testing.TB) error {
 		"--secure-port=10259",
 		"-v=1",
 	))
+	if c.opts.ProxyMode == CiliumMode {
+		return c.startCilium(t, c.opts.Helm)
+	}
 	return c.startKubeProxy(t)
 }
 
@@ -54,7 +68,7 @@ func (c *Cluster) startKubeProxy(t testing.TB) error {
 	switch c.opts.ProxyMode {
 	case "iptables", "nftables":
 	default:
-		return fmt.Errorf("cluster: kube-proxy mode %q: want one of %v", c.opts.ProxyMode, ProxyModes)
+		return fmt.Errorf("cluster: dataplane mode %q: want one of %v", c.opts.ProxyMode, ProxyModes)
 	}
 	c.kubeProxy = harness.StartCmd(t, "kube-proxy", c.topo.node.Command(filepath.Join(c.opts.AssetsDir, "kube-proxy"),
 		"--kubeconfig="+c.CP.Kubeconfig,

@@ -3,16 +3,36 @@
 //
 //   - a node: a network namespace holding the control plane (etcd,
 //     kube-apiserver, kube-controller-manager, kube-scheduler, as a
-//     control-plane node runs them on its host network), kube-proxy in
-//     iptables or nftables mode, and the node agent (package node) that runs
-//     every Pod as processes in a network namespace of its own, with a veth
-//     into the node;
+//     control-plane node runs them on its host network), the service
+//     dataplane, and the node agent (package node) that runs every Pod as
+//     processes in a network namespace of its own, with a veth into the
+//     node;
+//   - the service dataplane, by [Options.ProxyMode]: kube-proxy in iptables
+//     or nftables mode, or ([CiliumMode]) cilium-agent as kube-proxy
+//     replacement with Cozystack's settings ([ciliumValues]: maglev, IPAM
+//     from Node.spec.podCIDR, NodePort and externalIPs, the host firewall),
+//     with its CRDs applied and no kube-proxy. The agent runs in the node's
+//     network namespace and a mount namespace of its own (its own bpffs and
+//     cgroup2, a private /run, /proc/sys read-only but for the node's
+//     /proc/sys/net), with socket load balancing limited to the node's
+//     namespace (--bpf-lb-sock-hostns-only), and reads its settings from
+//     the kube-system/cilium-config ConfigMap that the harness renders from
+//     Cilium's chart, as --config-dir. The kube-system/cilium DaemonSet
+//     (image [CiliumImage]) is written too, as the chart leaves it, but is a
+//     record only: kube-controller-manager runs without its daemonset
+//     controller, so it has no Pods, and the agent is a process of the
+//     harness. The node agent attaches each Pod by running the real
+//     cilium-cni (ADD and DEL, with the conflist the agent writes and its
+//     API socket), which gives the Pod its address. After teardown nothing
+//     of it is left: a cgroup or device program that an agent which died
+//     left attached is detached explicitly;
 //   - outside: a network namespace for the world beyond the node: the public
 //     DNS, and the load balancer itself, HAProxy with `send-proxy` on each
 //     LoadBalancer IP in front of the Service's NodePorts;
 //   - a LoadBalancer IP allocator that writes Service status the way MetalLB
-//     or Cilium LB-IPAM do (ipMode VIP), so kube-proxy short-circuits those
-//     addresses inside the node: the very bug hairpin fixes.
+//     or Cilium LB-IPAM do (ipMode VIP), so kube-proxy or Cilium
+//     short-circuits those addresses inside the node: the very bug hairpin
+//     fixes.
 //
 // Addresses come from 198.18.0.0/15 (node, Pods, Services) and 203.0.113.0/24
 // (LoadBalancer and public addresses), inside the test's namespaces only

@@ -143,51 +143,15 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 
 // AccessLog returns the requests that the controller's Pods logged.
 func (c *Cluster) AccessLog(ctx context.Context, ic IngressController) ([]harness.AccessLogEntry, error) {
-	pods, err := c.CP.Clientset.CoreV1().Pods(ic.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
-	if err != nil {
-		return nil, err
-	}
-	var all []harness.AccessLogEntry
-	for _, p := range pods.Items {
-		out, err := c.Node.Logs(p.Namespace, p.Name, "controller")
-		if err != nil {
-			return nil, err
-		}
-		var lines []string
-		for _, l := range strings.Split(out, "\n") {
-			if strings.HasPrefix(l, `{"time":`) {
-				lines = append(lines, l)
-			}
-		}
-		entries, err := harness.ParseAccessLog([]byte(strings.Join(lines, "\n")))
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, entries...)
-	}
-	return all, nil
+	access, _, err := c.podLogs(ctx, ic.Namespace, "app.kubernetes.io/component=controller", "controller")
+	return access, err
 }
 
 // ErrorLog returns what the controller's nginx wrote to stderr, e.g.
 // "broken header".
 func (c *Cluster) ErrorLog(ctx context.Context, ic IngressController) (string, error) {
-	pods, err := c.CP.Clientset.CoreV1().Pods(ic.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for _, p := range pods.Items {
-		out, err := c.Node.Logs(p.Namespace, p.Name, "controller")
-		if err != nil {
-			return "", err
-		}
-		for _, l := range strings.Split(out, "\n") {
-			if l != "" && !strings.HasPrefix(l, `{"time":`) {
-				b.WriteString(l + "\n")
-			}
-		}
-	}
-	return b.String(), nil
+	_, errors, err := c.podLogs(ctx, ic.Namespace, "app.kubernetes.io/component=controller", "controller")
+	return errors, err
 }
 
 func hostIngress(ic IngressController, host string) *networkingv1.Ingress {
@@ -272,10 +236,11 @@ func ingressNginxConf(ic IngressController) (string, error) {
 	return b.String(), nil
 }
 
-var ingressNginxTemplate = template.Must(template.New("nginx.conf").Parse(`# nginx as ingress-nginx renders it with use-proxy-protocol: "true" (written by the coredns-hairpin test cluster)
-daemon off;
-master_process off;
-worker_processes 1;
+// nginxPrelude is what the controllers' nginx.conf files share: one
+// worker, logs to the container's stdout and stderr (the access log as
+// [harness.NginxLogFormat]), temp files in /tmp, and the opening of the
+// http block. The template's data has UserNS and LogFormat.
+const nginxPrelude = `worker_processes 1;
 {{- if .UserNS}}
 # In a user namespace that maps only root, nginx cannot chown its temp
 # folders to its default user (written by the rootless test cluster).
@@ -299,7 +264,12 @@ http {
 
     {{.LogFormat}}
     access_log /dev/stdout hairpin;
+`
 
+var ingressNginxTemplate = template.Must(template.New("nginx.conf").Parse(`# nginx as ingress-nginx renders it with use-proxy-protocol: "true" (written by the coredns-hairpin test cluster)
+daemon off;
+master_process off;
+` + nginxPrelude + `
     real_ip_header proxy_protocol;
     set_real_ip_from 0.0.0.0/0;
 

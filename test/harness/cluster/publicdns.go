@@ -64,6 +64,14 @@ func (p *publicDNS) Set(name string, ip netip.Addr) error {
 	return p.write()
 }
 
+// Delete removes name from the public DNS.
+func (p *publicDNS) Delete(name string) error {
+	p.mu.Lock()
+	delete(p.records, dns.Fqdn(name))
+	p.mu.Unlock()
+	return p.write()
+}
+
 func (p *publicDNS) write() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

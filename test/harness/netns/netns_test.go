@@ -1,4 +1,4 @@
-package netns
+package netns_test
 
 import (
 	"context"
@@ -12,36 +12,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
-// requireRoot skips t unless the process may create network namespaces;
-// under HAIRPIN_REQUIRE_E2E=1 it fails instead.
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		if _, err := exec.LookPath("ip"); err == nil {
-			return
-		}
-	}
-	if os.Getenv("HAIRPIN_REQUIRE_E2E") == "1" {
-		t.Fatal("netns: needs root and iproute2")
-	}
-	t.Skip("netns: needs root and iproute2")
-}
-
 func TestVethConnectsTwoNamespacesAndCloseRemovesBoth(t *testing.T) {
-	requireRoot(t)
-	a, err := New("test-a")
+	harness.RequireRoot(t, "netns", "ip")
+	a, err := netns.New("test-a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := New("test-b")
+	b, err := netns.New("test-b")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if err := Veth(a, "eth0", b, "peer0"); err != nil {
+	if err := netns.Veth(a, "eth0", b, "peer0"); err != nil {
 		t.Fatal(err)
 	}
 	must(t, a.AddAddr("eth0", netip.MustParsePrefix("198.18.250.1/30")))
@@ -82,7 +70,7 @@ func TestVethConnectsTwoNamespacesAndCloseRemovesBoth(t *testing.T) {
 
 	must(t, a.Close())
 	must(t, b.Close())
-	for _, n := range []*NS{a, b} {
+	for _, n := range []*netns.NS{a, b} {
 		if _, err := os.Stat(n.Path()); !os.IsNotExist(err) {
 			t.Errorf("%s still exists after Close", n.Name)
 		}
@@ -90,8 +78,8 @@ func TestVethConnectsTwoNamespacesAndCloseRemovesBoth(t *testing.T) {
 }
 
 func TestForwarderBridgesRootLoopbackIntoANamespace(t *testing.T) {
-	requireRoot(t)
-	n, err := New("test-fwd")
+	harness.RequireRoot(t, "netns", "ip")
+	n, err := netns.New("test-fwd")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +103,7 @@ func TestForwarderBridgesRootLoopbackIntoANamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fwd := Forward(outer, func(ctx context.Context) (net.Conn, error) {
+	fwd := netns.Forward(outer, func(ctx context.Context) (net.Conn, error) {
 		return n.DialContext(ctx, "tcp", inner.Addr().String())
 	})
 	defer fwd.Close()
@@ -135,7 +123,7 @@ func TestForwarderBridgesRootLoopbackIntoANamespace(t *testing.T) {
 }
 
 func TestSweepRemovesOnlyNamespacesOfDeadCreators(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "netns", "ip")
 	// A creator that is certainly gone: a child that has exited.
 	cmd := exec.Command("true")
 	must(t, cmd.Run())
@@ -144,27 +132,27 @@ func TestSweepRemovesOnlyNamespacesOfDeadCreators(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	defer exec.Command("ip", "netns", "delete", dead).Run()
-	live, err := New("test-live")
+	live, err := netns.New("test-live")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer live.Close()
 
-	removed, err := Sweep()
+	removed, err := netns.Sweep()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(removed, dead) {
-		t.Errorf("Sweep removed %v; want %s among them", removed, dead)
+		t.Errorf("netns.Sweep removed %v; want %s among them", removed, dead)
 	}
 	if _, err := os.Stat(live.Path()); err != nil {
-		t.Errorf("Sweep removed this process's own namespace: %v", err)
+		t.Errorf("netns.Sweep removed this process's own namespace: %v", err)
 	}
 }
 
 func TestCloseKillsWhatRunsInside(t *testing.T) {
-	requireRoot(t)
-	n, err := New("test-kill")
+	harness.RequireRoot(t, "netns", "ip")
+	n, err := netns.New("test-kill")
 	if err != nil {
 		t.Fatal(err)
 	}

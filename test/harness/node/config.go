@@ -21,8 +21,13 @@ type Config struct {
 	// NodeNS is the node's network namespace (lo up, ip_forward on); the
 	// host ends of the Pods' veths go there.
 	NodeNS *netns.NS
-	// PodCIDR is the node's pod range: .1 is the gateway, Pods get .2, .3…
+	// PodCIDR is the node's pod range (the Node's spec.podCIDR): .1 is the
+	// gateway, Pods get .2, .3… unless CNI attaches them.
 	PodCIDR netip.Prefix
+	// CNI, when set, attaches every Pod that is not hostNetwork through a
+	// CNI plugin, which gives it its address, in place of the agent's own
+	// veth and addresses.
+	CNI *CNI
 	// ClusterDNS is the nameserver of dnsPolicy ClusterFirst.
 	ClusterDNS netip.Addr
 	// ClusterDomain is the cluster's DNS domain (default cluster.local).
@@ -83,6 +88,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("node: Config.PodCIDR %v is not an IPv4 range of at least 4 addresses", c.PodCIDR)
 	case c.Dir == "":
 		return fmt.Errorf("node: Config.Dir is empty")
+	}
+	if c.CNI != nil && (c.CNI.ConfFile == "" || c.CNI.BinDir == "") {
+		return fmt.Errorf("node: Config.CNI needs ConfFile and BinDir")
 	}
 	for ref, img := range c.Images {
 		if err := img.validate(); err != nil {

@@ -9,7 +9,11 @@
 //   - a network namespace with eth0, an address from the node's pod CIDR
 //     and a default route to the gateway (.1), whose host end (vethXXXX)
 //     lives in the node's namespace with the gateway as a /32 and a /32
-//     route back to the Pod: no bridge, nothing in the root namespace;
+//     route back to the Pod: no bridge, nothing in the root namespace; or,
+//     with [Config.CNI], the namespace attached by a real CNI plugin (ADD
+//     when the sandbox is made, DEL when it goes, CNI_NETNS and CNI_ARGS
+//     as a kubelet's runtime passes them), whose result gives the Pod its
+//     address;
 //   - per container: an overlay root on the image's files (an OCI layout
 //     unpacked once, or read-only binds of this machine's /usr, /etc, ...
 //     for [Image.Host]), the Pod's /etc/hosts, /etc/hostname and
@@ -30,16 +34,6 @@
 // every container (each is a PID namespace whose init dies with its
 // parent) and netns.Sweep removes the namespaces left.
 //
-// OCI images are unpacked by [UnpackImage], which the importer sets to
-// harness.UnpackImage (this package does not import the harness, so that
-// the harness may import it):
-//
-//	node.UnpackImage = func(layout, arch, dir string) (*node.Rootfs, error) {
-//		r, err := harness.UnpackImage(layout, arch, dir)
-//		if err != nil {
-//			return nil, err
-//		}
-//		return &node.Rootfs{Dir: r.Dir, Entrypoint: r.Entrypoint, Cmd: r.Cmd,
-//			Env: r.Env, User: r.User, WorkingDir: r.WorkingDir}, nil
-//	}
+// OCI images are unpacked by package rootfs, a leaf that the harness
+// imports too.
 package node

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,20 +29,6 @@ var (
 
 // hostResolvConf stands for the node's resolv.conf.
 const hostResolvConf = "nameserver 203.0.113.53\nsearch example.test\noptions timeout:2\n"
-
-// requireRoot skips t unless it may create namespaces and mounts (fails it
-// under HAIRPIN_REQUIRE_E2E=1).
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		harness.SkipOrFail(t, "node agent: needs root")
-	}
-	for _, tool := range []string{"ip", "nsenter"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			harness.SkipOrFail(t, "node agent: needs %s", tool)
-		}
-	}
-}
 
 // imageLayout returns bin/images/NAME of the repository, as `make images`
 // writes it, or skips (fails under HAIRPIN_REQUIRE_E2E=1).
@@ -81,7 +66,7 @@ const (
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	requireRoot(t)
+	harness.RequireRoot(t, "node agent", "ip", "nsenter")
 	corednsLayout, proxyLayout := imageLayout(t, "coredns"), imageLayout(t, "hairpin-proxy")
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
 	f := &fixture{cp: cp, client: cp.Clientset, dir: filepath.Join(t.TempDir(), "node"), log: &syncBuffer{}}

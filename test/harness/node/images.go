@@ -8,30 +8,16 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
-
-// Rootfs is an unpacked image: its files and the config a runtime starts
-// it with (the fields of harness.Rootfs).
-type Rootfs struct {
-	Dir                  string
-	Entrypoint, Cmd, Env []string
-	User                 string
-	WorkingDir           string
-}
-
-// UnpackImage unpacks the linux/ARCH image of an OCI layout into dir,
-// keeping modes, owners and file capabilities. The node package does not
-// import the harness (which may import it); set it to an adapter of
-// harness.UnpackImage before Start. Pods with an OCILayout image fail with
-// ErrImagePull while it is nil.
-var UnpackImage func(layoutDir, arch, dir string) (*Rootfs, error)
 
 // image is an image ready to be the lower layer of container roots.
 type image struct {
 	ref    string
 	id     string // the imageID reported in container statuses
 	host   bool
-	config Rootfs // Dir is the lower layer
+	config rootfs.Rootfs // Dir is the lower layer
 	paths  []string
 }
 
@@ -70,13 +56,10 @@ func (ic *imageCache) get(ref string) (*image, error) {
 			return nil, &errImagePull{fmt.Sprintf("image %q: %v", ref, err)}
 		}
 		img.id = "host://" + ref
-		img.config = Rootfs{Dir: dir, Env: []string{"PATH=" + defaultPath}}
+		img.config = rootfs.Rootfs{Dir: dir, Env: []string{"PATH=" + defaultPath}}
 	} else {
-		if UnpackImage == nil {
-			return nil, &errImagePull{fmt.Sprintf("image %q: node.UnpackImage is not set", ref)}
-		}
 		_ = os.RemoveAll(dir)
-		r, err := UnpackImage(spec.OCILayout, runtime.GOARCH, dir)
+		r, err := rootfs.Unpack(spec.OCILayout, runtime.GOARCH, dir)
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, &errImagePull{fmt.Sprintf("image %q: %v", ref, err)}

@@ -3,18 +3,25 @@ package node
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
 
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
-// podNetwork is a Pod's network namespace and veth, ptp-CNI style.
+// podNetwork is a Pod's network namespace and veth, ptp-CNI style, or as
+// a CNI plugin attached it.
 type podNetwork struct {
 	ns       *netns.NS
 	ip       netip.Addr
 	hostVeth string // in the node's namespace
 	owned    bool   // false for hostNetwork Pods, which use the node's
+
+	cni         *CNI      // the plugin that attached it, if one did
+	cniArgs     string    // its CNI_ARGS
+	containerID string    // its CNI_CONTAINERID
+	nodeNS      *netns.NS // where the plugin runs
 }
 
 // setUpNetwork creates the Pod's namespace with eth0 = ip/32 and a default
@@ -59,12 +66,23 @@ func (n *Node) hostNetwork() *podNetwork {
 }
 
 // tearDown deletes the namespace, which takes the veth pair, its routes and
-// every process left inside with it.
+// every process left inside with it; a CNI plugin first gets its DEL, as
+// from a runtime that removes the sandbox. The namespace goes also when
+// the DEL fails.
 func (pn *podNetwork) tearDown() error {
 	if !pn.owned {
 		return nil
 	}
+	var errs []error
+	if pn.cni != nil {
+		if _, err := pn.cniExec("DEL"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := pn.ns.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pod network %s: %w", pn.ip, err)
 	}
 	return nil

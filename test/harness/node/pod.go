@@ -171,14 +171,21 @@ func (p *pod) setUpNetwork() error {
 		p.mu.Unlock()
 		return nil
 	}
-	ip, err := p.n.ipam.allocate()
-	if err != nil {
-		return err
-	}
-	pn, err := p.n.setUpNetwork(string(obj.UID), ip)
-	if err != nil {
-		p.n.ipam.release(ip)
-		return err
+	var pn *podNetwork
+	if p.n.cfg.CNI != nil {
+		var err error
+		if pn, err = p.n.setUpCNINetwork(obj); err != nil {
+			return err
+		}
+	} else {
+		ip, err := p.n.ipam.allocate()
+		if err != nil {
+			return err
+		}
+		if pn, err = p.n.setUpNetwork(string(obj.UID), ip); err != nil {
+			p.n.ipam.release(ip)
+			return err
+		}
 	}
 	p.mu.Lock()
 	p.net = pn
@@ -187,7 +194,8 @@ func (p *pod) setUpNetwork() error {
 }
 
 // tearDownNetwork removes the Pod's network namespace, which kills what
-// still runs in it; the Pod's IP goes back to the pool.
+// still runs in it; the Pod's IP goes back to the pool (or to the CNI
+// plugin's IPAM, through its DEL).
 func (p *pod) tearDownNetwork() {
 	p.mu.Lock()
 	pn := p.net
@@ -196,7 +204,7 @@ func (p *pod) tearDownNetwork() {
 		if err := pn.tearDown(); err != nil {
 			p.n.cfg.logf("pod %s: %v", p.key, err)
 		}
-		if pn.owned {
+		if pn.owned && pn.cni == nil {
 			p.n.ipam.release(pn.ip)
 		}
 	}

@@ -2,7 +2,7 @@
 // workflows in .github/workflows, from source. It has a module of its own,
 // like helm (test/tools/helm), so that bumping it changes neither the
 // versions kube-apiserver or helm are built with nor their caches.
-// build/tools.sh builds it; see DESIGN.md, "Pinned dependencies".
+// build/tools.sh builds it; see docs/architecture.md, "Pinned dependencies".
 module github.com/coredns-hairpin/hairpin/test/tools/actionlint
 
 go 1.26.0

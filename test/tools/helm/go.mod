@@ -3,7 +3,7 @@
 // helm's requirements would raise shared dependencies in kube-apiserver's
 // build graph (grpc, otel, prometheus, ...) and change test/tools/go.sum, the
 // key of the kube-apiserver cache, so every helm bump would cost a cold
-// kube-apiserver build. build/tools.sh builds it; see DESIGN.md, "Pinned
+// kube-apiserver build. build/tools.sh builds it; see docs/architecture.md, "Pinned
 // dependencies".
 module github.com/coredns-hairpin/hairpin/test/tools/helm
 

@@ -1,4 +1,4 @@
-package main
+package routeflag
 
 import (
 	"errors"
@@ -6,18 +6,18 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/coredns-hairpin/hairpin/proxy"
 	"github.com/coredns-hairpin/hairpin/proxy/internal/hostport"
 )
 
-// routeSyntax documents the --route value format; it is shown in --help.
-const routeSyntax = "LISTEN=UPSTREAM[,header-port=PORT][,name=NAME][,dest-addr=IP]"
+// Syntax documents a --route value; the command shows it in --help.
+const Syntax = "LISTEN=UPSTREAM[,header-port=PORT][,name=NAME][,dest-addr=IP]"
 
-// parseRoute parses one route in routeSyntax, for example
+// Parse parses one route in Syntax, for example
 // ":8443=ingress-nginx-controller.ingress-nginx.svc:443,header-port=443".
-// IPv6 literals are bracketed: "[::1]:8080=[::1]:80".
-func parseRoute(s string) (proxy.Route, error) {
-	var r proxy.Route
+// IPv6 literals are bracketed: "[::1]:8080=[::1]:80". An error names the
+// route and the part of it that is wrong.
+func Parse(s string) (Route, error) {
+	var r Route
 	spec := strings.TrimSpace(s)
 	if spec == "" {
 		return r, errors.New("empty route")
@@ -25,7 +25,7 @@ func parseRoute(s string) (proxy.Route, error) {
 	parts := strings.Split(spec, ",")
 	listen, upstream, ok := strings.Cut(parts[0], "=")
 	if !ok {
-		return r, fmt.Errorf("route %q: want %s", s, routeSyntax)
+		return r, fmt.Errorf("route %q: want %s", s, Syntax)
 	}
 	r.Listen = strings.TrimSpace(listen)
 	r.Upstream = strings.TrimSpace(upstream)
@@ -63,7 +63,7 @@ func parseRoute(s string) (proxy.Route, error) {
 			if err != nil {
 				return r, fmt.Errorf("route %q: dest-addr: %q is not an IP address", s, val)
 			}
-			// The rest (zone, family) is checked by Config.Validate.
+			// The rest (zone, family) is checked by proxy.Config.Validate.
 			r.DestAddr = a
 		default:
 			return r, fmt.Errorf("route %q: unknown option %q (known: header-port, name, dest-addr)", s, key)

@@ -1,4 +1,7 @@
-package harness
+// Package rootfs unpacks an OCI image into a folder, as a container
+// runtime would. It is a leaf of the harness, so that the test node
+// (test/harness/node) runs our images with it and the harness imports both.
+package rootfs
 
 import (
 	"archive/tar"
@@ -44,7 +47,7 @@ const (
 // capability travels as SCHILY.xattr.security.capability.
 const xattrPrefix = "SCHILY.xattr."
 
-// UnpackImage unpacks the linux/ARCH image of the OCI layout at layoutDir
+// Unpack unpacks the linux/ARCH image of the OCI layout at layoutDir
 // (what `make images` writes to bin/images/NAME/) into dir and returns its
 // config. Layers are applied in order with their whiteouts, keeping modes,
 // owners, symlinks, hard links and extended attributes (the
@@ -54,7 +57,7 @@ const xattrPrefix = "SCHILY.xattr."
 // or link that would reach outside dir, through ".." or through a symlink
 // (absolute or not), is an error that names the entry. Modification times
 // are not kept.
-func UnpackImage(layoutDir, arch, dir string) (*Rootfs, error) {
+func Unpack(layoutDir, arch, dir string) (*Rootfs, error) {
 	lp, err := layout.FromPath(layoutDir)
 	if err != nil {
 		return nil, fmt.Errorf("unpack %s: %w", layoutDir, err)

@@ -1,4 +1,4 @@
-package harness_test
+package rootfs_test
 
 import (
 	"archive/tar"
@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/rootfs"
 )
 
 // capability is what `setcap cap_net_bind_service=+ep` writes.
@@ -66,7 +67,7 @@ type want struct {
 }
 
 func TestUnpackImage(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "unpacking an image keeps owners and file capabilities")
 	tests := []struct {
 		name   string
 		layers [][]entry
@@ -192,7 +193,7 @@ func TestUnpackImage(t *testing.T) {
 				t.Fatal(err)
 			}
 			lp := writeLayout(t, map[string][][]entry{"amd64": tt.layers})
-			_, err := harness.UnpackImage(lp, "amd64", rootDir)
+			_, err := rootfs.Unpack(lp, "amd64", rootDir)
 			if body, _ := os.ReadFile(filepath.Join(base, "escaped")); string(body) != "outside" {
 				t.Errorf("a file outside the rootfs was written: %q", body)
 			}
@@ -213,14 +214,14 @@ func TestUnpackImage(t *testing.T) {
 }
 
 func TestUnpackImagePicksTheArchitectureAndReturnsItsConfig(t *testing.T) {
-	requireRoot(t)
+	harness.RequireRoot(t, "unpacking an image keeps owners and file capabilities")
 	lp := writeLayout(t, map[string][][]entry{
 		"amd64": {{file("arch", 0o644, 0, "amd64")}},
 		"arm64": {{file("arch", 0o644, 0, "arm64")}},
 	})
 	for _, arch := range []string{"amd64", "arm64"} {
 		t.Run(arch, func(t *testing.T) {
-			r, err := harness.UnpackImage(lp, arch, t.TempDir())
+			r, err := rootfs.Unpack(lp, arch, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,18 +234,11 @@ func TestUnpackImagePicksTheArchitectureAndReturnsItsConfig(t *testing.T) {
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
-		_, err := harness.UnpackImage(lp, "riscv64", t.TempDir())
+		_, err := rootfs.Unpack(lp, "riscv64", t.TempDir())
 		if err == nil || !strings.HasSuffix(err.Error(), ": no linux/riscv64 image (found: linux/amd64, linux/arm64)") {
 			t.Fatalf("error %v; want one naming the missing and the found platforms", err)
 		}
 	})
-}
-
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		harness.SkipOrFail(t, "unpacking an image keeps owners and file capabilities: run as root")
-	}
 }
 
 // writeLayout writes an OCI layout with one image index holding one image

@@ -1,0 +1,29 @@
+package rules
+
+// Target is one target as the rules see it: its name, what its annotations
+// select, and why it is disabled.
+type Target struct {
+	Name string // "namespace/name", or "proxy_ip"
+	Spec TargetSpec
+	Err  error // a malformed annotation, or ErrNoZones: the target is disabled
+}
+
+// NewTarget reads a target Service's annotations under name. A target whose
+// annotations do not parse, or that names no zones, is disabled, and its Err
+// says why.
+func NewTarget(name string, annotations map[string]string) *Target {
+	spec, err := ParseTargetSpec(annotations)
+	return &Target{Name: name, Spec: spec, Err: err}
+}
+
+// Rules returns t itself: a Target is its own Candidate.
+func (t *Target) Rules() *Target { return t }
+
+// Enabled reports whether the target may serve anything at all.
+func (t *Target) Enabled() bool { return t.Err == nil && len(t.Spec.Zones) > 0 }
+
+// Same reports whether t and o select the same and are both enabled or both
+// disabled.
+func (t *Target) Same(o *Target) bool {
+	return t.Spec.Equal(o.Spec) && (t.Err == nil) == (o.Err == nil)
+}

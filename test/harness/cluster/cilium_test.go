@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+	"github.com/coredns-hairpin/hairpin/test/harness/node"
+)
+
+// TestCiliumLeavesNothingBehind runs the cilium mode with one Pod attached
+// through cilium-cni, kills the agent as a crash would, and tears the
+// cluster down: the machine must be as it was, its kernel. and net.
+// sysctls, its own rule sets, no BPF program attached to a cgroup or a
+// device, no bpffs mount, no namespace, no /run/cilium.
+func TestCiliumLeavesNothingBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane and cilium-agent")
+	}
+	if os.Geteuid() != 0 {
+		harness.SkipOrFail(t, "cluster: needs root (network namespaces, BPF)")
+	}
+	before, err := hoststate.Take()
+	if err != nil {
+		harness.SkipOrFail(t, "cluster: %v", err)
+	}
+	_, runCilium := os.Stat("/run/cilium")
+	t.Run(CiliumMode, func(t *testing.T) {
+		const image = "registry.k8s.io/pause:3.10"
+		c := Start(t, Options{ProxyMode: CiliumMode, Images: map[string]node.Image{image: {Host: true}}})
+		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+		defer cancel()
+		if _, err := c.CP.Clientset.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "sleeper", Namespace: "default"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "sleeper", Image: image, Command: []string{"sleep", "infinity"}}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var ip netip.Addr
+		if err := harness.Poll(ctx, func(context.Context) error {
+			var ok bool
+			if ip, ok = c.Node.PodIP("default", "sleeper"); !ok {
+				return os.ErrNotExist
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("the pod got no IP from cilium-cni: %v", err)
+		}
+		if !PodCIDR.Contains(ip) {
+			t.Errorf("cilium-cni gave the pod %s, outside the node's podCIDR %s", ip, PodCIDR)
+		}
+		progs, err := c.AttachedBPFPrograms()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{"cil_from_container", "cil_sock4_connect"} {
+			if !slices.Contains(progs, p) {
+				t.Errorf("no %s attached; attached: %v", p, progs)
+			}
+		}
+		// The agent dies; teardown must still take what it attached.
+		_ = c.cilium.agent.StopTimeout(0)
+	})
+	if diff := hoststate.WaitSame(before, 15*time.Second); len(diff) > 0 {
+		t.Errorf("the machine is not as it was:\n%s", strings.Join(diff, "\n"))
+	}
+	if left := netns.Ours(); len(left) > 0 {
+		t.Errorf("namespaces left behind: %v", left)
+	}
+	if _, err := os.Stat("/run/cilium"); runCilium != nil && err == nil {
+		t.Errorf("cilium-agent left /run/cilium on the machine")
+	}
+}

@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
+)
+
+// Dataplane is the cluster's service dataplane: kube-proxy's mode, or
+// [CiliumMode].
+func (c *Cluster) Dataplane() string { return c.opts.ProxyMode }
+
+// NodeProcesses returns the names (comm) of the processes whose network
+// namespace is the node's, sorted, each once: what `ps` on the node shows.
+func (c *Cluster) NodeProcesses() ([]string, error) {
+	pids, err := c.NodeNS.Pids()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if n := strings.TrimSpace(string(b)); !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// CiliumFrontends returns the frontends of the services cilium-agent has
+// programmed (its API's GET /v1/service), as address:port; an error
+// outside the cilium mode.
+func (c *Cluster) CiliumFrontends(ctx context.Context) ([]netip.AddrPort, error) {
+	var services []struct {
+		Spec struct {
+			Frontend struct {
+				IP   string `json:"ip"`
+				Port uint16 `json:"port"`
+			} `json:"frontend-address"`
+		} `json:"spec"`
+	}
+	if err := c.ciliumAPI(ctx, "/v1/service", &services); err != nil {
+		return nil, err
+	}
+	var out []netip.AddrPort
+	for _, s := range services {
+		if a, err := netip.ParseAddr(s.Spec.Frontend.IP); err == nil {
+			out = append(out, netip.AddrPortFrom(a, s.Spec.Frontend.Port))
+		}
+	}
+	return out, nil
+}
+
+// ciliumAPI GETs path from the agent's API socket into v.
+func (c *Cluster) ciliumAPI(ctx context.Context, path string, v any) error {
+	if c.cilium == nil {
+		return fmt.Errorf("cluster: the %s dataplane has no cilium-agent", c.opts.ProxyMode)
+	}
+	sock := filepath.Join(c.cilium.dir, "run", "cilium.sock")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cilium/v1"+strings.TrimPrefix(path, "/v1"), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("cilium API %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("cilium API %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("cilium API %s: %s: %s", path, resp.Status, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("cilium API %s: %w", path, err)
+	}
+	return nil
+}
+
+// AttachedBPFPrograms returns the names of the BPF programs attached, on
+// this machine, to the cgroup2 root or through a BPF link (a device's
+// tcx hook, say), sorted, each once: in the cilium mode, the agent's
+// socket load balancer (cil_sock4_connect, from bpf_sock.c) and the Pods'
+// veth programs (cil_from_container, from bpf_lxc.c).
+func (c *Cluster) AttachedBPFPrograms() ([]string, error) {
+	b, err := hoststate.TakeBPF()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, a := range b.Cgroup {
+		seen[a.Name] = true
+	}
+	for _, l := range b.Links {
+		if n := b.Progs[l.ProgID]; n != "" {
+			seen[n] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}

@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	gw "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness"
+)
+
+// TestGatewayControllerProgramsFromObjects runs the Gateway controller
+// against a real apiserver (no node): from a GatewayClass whose NginxProxy
+// says ProxyProtocol, a Gateway and an HTTPRoute it writes the data plane
+// as NGF names it and the statuses, and re-renders nginx.conf when the
+// route's hostnames change. An NginxProxy without the mode is rejected by
+// the CRD as NGF's is.
+func TestGatewayControllerProgramsFromObjects(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane")
+	}
+	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{GatewayAPI: harness.GatewayStandard})
+	c := &Cluster{CP: cp}
+	gc, err := c.StartGatewayController(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gc.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cs := cp.Clientset
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	proxy := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": NginxProxyGVR.GroupVersion().String(), "kind": "NginxProxy",
+			"metadata": map[string]any{"name": "pp", "namespace": "gw"}, "spec": spec,
+		}}
+	}
+	nps := gc.dyn.Resource(NginxProxyGVR).Namespace("gw")
+	if _, err := nps.Create(ctx, proxy(map[string]any{"rewriteClientIP": map[string]any{"mode": "ProxyProtocol"}}), metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "trustedAddresses") {
+		t.Errorf("an NginxProxy with a mode but no trustedAddresses: %v; want NGF's rule to reject it", err)
+	}
+	if _, err := nps.Create(ctx, proxy(map[string]any{"rewriteClientIP": map[string]any{
+		"mode": "ProxyProtocol", "trustedAddresses": []any{map[string]any{"type": "CIDR", "value": "10.0.0.0/8"}},
+	}}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gwc := gc.gw.GatewayV1()
+	if _, err := gwc.GatewayClasses().Create(ctx, &gw.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "nginx"},
+		Spec: gw.GatewayClassSpec{ControllerName: GatewayControllerName, ParametersRef: &gw.ParametersReference{
+			Group: "gateway.nginx.org", Kind: "NginxProxy", Name: "pp", Namespace: ptr.To(gw.Namespace("gw")),
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gwc.Gateways("gw").Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "gw"},
+		Spec: gw.GatewaySpec{GatewayClassName: "nginx", Listeners: []gw.Listener{
+			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType, Hostname: ptr.To(gw.Hostname("*.example.com"))},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	route := &gw.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "gw"},
+		Spec: gw.HTTPRouteSpec{
+			CommonRouteSpec: gw.CommonRouteSpec{ParentRefs: []gw.ParentReference{{Name: "edge"}}},
+			Hostnames:       []gw.Hostname{"app.example.com"},
+		},
+	}
+	if route, err = gwc.HTTPRoutes("gw").Create(ctx, route, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	name := GatewayServiceName("edge", "nginx")
+	conf := func(want ...string) error {
+		return harness.Poll(ctx, func(ctx context.Context) error {
+			cm, err := cs.CoreV1().ConfigMaps("gw").Get(ctx, name+"-config", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for _, w := range want {
+				if !strings.Contains(cm.Data["nginx.conf"], w) {
+					return fmt.Errorf("nginx.conf lacks %q:\n%s", w, cm.Data["nginx.conf"])
+				}
+			}
+			return nil
+		})
+	}
+	if err := conf("listen 80 proxy_protocol default_server;", "server_name app.example.com;", "set_real_ip_from 10.0.0.0/8;"); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cs.CoreV1().Services("gw").Get(ctx, name, metav1.GetOptions{})
+	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 {
+		t.Fatalf("Service %s: %+v, %v; want a LoadBalancer on port 80", name, svc, err)
+	}
+	var dep *appsv1.Deployment
+	if dep, err = cs.AppsV1().Deployments("gw").Get(ctx, name, metav1.GetOptions{}); err != nil || dep.OwnerReferences[0].Name != "edge" {
+		t.Fatalf("Deployment %s: %v; want one owned by the Gateway", name, err)
+	}
+	if err := harness.Poll(ctx, func(ctx context.Context) error {
+		g, err := gwc.Gateways("gw").Get(ctx, "edge", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(g.Status.Conditions, string(gw.GatewayConditionAccepted)) || len(g.Status.Listeners) != 1 || g.Status.Listeners[0].AttachedRoutes != 1 {
+			return fmt.Errorf("gateway status %+v", g.Status)
+		}
+		// No load balancer and no node here: not Programmed.
+		if meta.IsStatusConditionTrue(g.Status.Conditions, string(gw.GatewayConditionProgrammed)) {
+			return fmt.Errorf("Programmed without an address or a running data plane: %+v", g.Status)
+		}
+		r, err := gwc.HTTPRoutes("gw").Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(r.Status.Parents) != 1 || !meta.IsStatusConditionTrue(r.Status.Parents[0].Conditions, string(gw.RouteConditionAccepted)) {
+			return fmt.Errorf("route status %+v", r.Status)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// A hostname added to the route is rendered; one outside the listener
+	// is not.
+	route, err = gwc.HTTPRoutes("gw").Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	route.Spec.Hostnames = append(route.Spec.Hostnames, "new.example.com", "other.example.org")
+	if _, err := gwc.HTTPRoutes("gw").Update(ctx, route, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := conf("server_name new.example.com;"); err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := cs.CoreV1().ConfigMaps("gw").Get(ctx, name+"-config", metav1.GetOptions{})
+	if strings.Contains(cm.Data["nginx.conf"], "other.example.org") {
+		t.Errorf("a route hostname outside the listener's is served:\n%s", cm.Data["nginx.conf"])
+	}
+}
