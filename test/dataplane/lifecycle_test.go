@@ -26,7 +26,7 @@ import (
 )
 
 // lifecycleModes are the dataplane modes the lifecycle test runs in.
-var lifecycleModes = []string{"nftables"}
+var lifecycleModes = []string{"nftables", cluster.CiliumMode}
 
 // TestLifecycleLosesNoRequest counts what a client sees through the moments
 // between steady states: the adoption of our CoreDNS image, the install,
@@ -76,6 +76,7 @@ type opLog struct {
 
 type lifecycleRun struct {
 	t      *testing.T
+	mode   string
 	e      *dataplane.Env
 	ctx    context.Context
 	client *steady.Client
@@ -91,7 +92,7 @@ func lifecycle(t *testing.T, mode string) {
 	defer cancel()
 	start := time.Now()
 	root, tenant := dataplane.Controllers[0], dataplane.Controllers[1]
-	r := &lifecycleRun{t: t, e: e, ctx: ctx, hosts: []string{root.Hosts[0], tenant.Hosts[0]},
+	r := &lifecycleRun{t: t, mode: mode, e: e, ctx: ctx, hosts: []string{root.Hosts[0], tenant.Hosts[0]},
 		public: map[string]string{}, target: map[string]string{}}
 	for _, ic := range dataplane.Controllers {
 		r.public[ic.Hosts[0]] = ic.LBIP.String()
@@ -227,9 +228,13 @@ func (r *lifecycleRun) install() {
 	}
 	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
 	// The endpoints are ready for a client once kube-proxy has written
-	// them: its first sync that ends after they became ready.
-	var syncedAt time.Time
+	// them: its first sync that ends after they became ready. Cilium's
+	// agent writes them into its maps as it sees them.
+	syncedAt := readyAt
 	r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
+		if r.mode == cluster.CiliumMode {
+			return nil
+		}
 		at, err := r.e.KubeProxySyncedAt(ctx)
 		if err != nil {
 			return err

@@ -179,6 +179,10 @@ func (c *Cluster) start(t testing.TB) error {
 		KubeletPort: KubeletPort,
 		Images:      c.opts.Images,
 		Dir:         filepath.Join(c.dir, "node"),
+		// A deleted Pod gets its terminationGracePeriodSeconds, as from
+		// kubelet: the proxy's lame duck and drain (35 s in the chart) are
+		// what the lifecycle test measures.
+		MaxGracePeriod: 40 * time.Second,
 	})
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)

@@ -51,7 +51,8 @@ type Config struct {
 	// Default 1s.
 	RestartBackoff time.Duration
 	// MaxGracePeriod caps terminationGracePeriodSeconds (and a deletion's
-	// grace period), so that tests do not wait 30s. Default 5s.
+	// grace period), so that tests do not wait 30s. Default 5s. [Node.Stop]
+	// gives every Pod at most stopGrace, whatever this is.
 	MaxGracePeriod time.Duration
 	// Logf, when set, receives the agent's warnings and errors.
 	Logf func(format string, args ...any)

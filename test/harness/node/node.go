@@ -170,6 +170,10 @@ func (n *Node) pod(namespace, name string) *pod {
 	return n.pods[namespace+"/"+name]
 }
 
+// stopGrace is the most a Pod gets at [Node.Stop]: a test's teardown does
+// not wait out a client that ignores SIGTERM.
+const stopGrace = 5 * time.Second
+
 // Stop stops every Pod's processes (SIGTERM, the grace period, SIGKILL),
 // deletes the Pods' network namespaces and veths, stops the controllers and
 // removes Dir. The Node and Pod objects stay, as when a kubelet stops. It is
@@ -189,7 +193,7 @@ func (n *Node) Stop() error {
 		}
 		n.mu.Unlock()
 		for _, p := range pods {
-			p.terminate(n.cfg.MaxGracePeriod)
+			p.terminate(min(n.cfg.MaxGracePeriod, stopGrace))
 		}
 		for _, p := range pods {
 			<-p.done
