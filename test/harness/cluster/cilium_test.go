@@ -27,6 +27,9 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and cilium-agent")
 	}
+	if !slices.Contains(ProxyModes, CiliumMode) {
+		t.Skipf("the cilium mode is opt-in: %s=1 (make test-cilium)", EnvCilium)
+	}
 	if os.Geteuid() != 0 {
 		harness.SkipOrFail(t, "cluster: needs root (network namespaces, BPF)")
 	}
