@@ -38,7 +38,7 @@ type retryTransport struct {
 // retries is what the retry transports of one cache's clients share.
 type retries struct {
 	mu     sync.Mutex
-	report func(resource string, err error)
+	report func(resource, namespace string, err error)
 	wakeCh chan struct{} // closed and replaced by wake
 }
 
@@ -57,7 +57,7 @@ func (r *retries) wrap(next http.RoundTripper) http.RoundTripper {
 }
 
 // setReport sets where failures are reported.
-func (r *retries) setReport(report func(resource string, err error)) {
+func (r *retries) setReport(report func(resource, namespace string, err error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.report = report
@@ -71,7 +71,7 @@ func (r *retries) wake() {
 	r.wakeCh = make(chan struct{})
 }
 
-func (r *retries) waiter() (<-chan struct{}, func(string, error)) {
+func (r *retries) waiter() (<-chan struct{}, func(string, string, error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.wakeCh, r.report
@@ -95,7 +95,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 		}
 		if report != nil {
-			report(resourceOf(req), failure)
+			report(resourceOf(req), namespaceOf(req), failure)
 		}
 		d := min(backoff, limit)
 		backoff = min(2*backoff, limit)
@@ -150,6 +150,17 @@ func unreachable(err error) bool {
 func resourceOf(req *http.Request) string {
 	p := strings.TrimSuffix(req.URL.Path, "/")
 	return p[strings.LastIndexByte(p, '/')+1:]
+}
+
+// namespaceOf is the namespace a request's path names ("" for a request
+// across namespaces).
+func namespaceOf(req *http.Request) string {
+	_, rest, ok := strings.Cut(req.URL.Path, "/namespaces/")
+	if !ok {
+		return ""
+	}
+	ns, _, _ := strings.Cut(rest, "/")
+	return ns
 }
 
 // kindOfResource is the kind name a resource is watched under ("ingresses":

@@ -53,7 +53,7 @@ func TestRetryTransportRetriesWhatEndsByItself(t *testing.T) {
 			r := newRetries()
 			var mu sync.Mutex
 			var reported []error
-			r.setReport(func(resource string, err error) {
+			r.setReport(func(resource, _ string, err error) {
 				if resource != "ingresses" {
 					t.Errorf("reported resource %q, want ingresses", resource)
 				}
@@ -100,7 +100,7 @@ func TestRetryTransportRetriesAnApiserverThatIsDown(t *testing.T) {
 	l.Close()
 	r := newRetries()
 	var refused atomic.Int32
-	r.setReport(func(_ string, err error) {
+	r.setReport(func(_, _ string, err error) {
 		if refused.Add(1) == 3 {
 			// Back after three refused connections.
 			l, lerr := net.Listen("tcp", addr)

@@ -105,7 +105,7 @@ type clients struct {
 }
 
 // reportRetries sends the failures the retry transport retries to report.
-func (c *clients) reportRetries(report func(resource string, err error)) {
+func (c *clients) reportRetries(report func(resource, namespace string, err error)) {
 	if c != nil && c.retry != nil {
 		c.retry.setReport(report)
 	}

@@ -115,9 +115,21 @@ func (k *kindWatch) onError(_ context.Context, _ *cache.Reflector, err error) {
 }
 
 // onRetry is where the retry transport reports the failures it retries:
-// the error handler of the kind that the resource is watched as.
-func (hc *hostCache) onRetry(resource string, err error) {
+// the error handler of the kind that the resource is watched as. Services
+// in a namespace that a direct target names are that namespace's own
+// watch, not the targets' one.
+func (hc *hostCache) onRetry(resource, namespace string, err error) {
 	name := kindOfResource(resource)
+	if resource == "services" && namespace != "" {
+		hc.mu.Lock()
+		for _, kw := range hc.kinds {
+			if kw.kind == directKind(namespace) {
+				name = kw.kind
+				break
+			}
+		}
+		hc.mu.Unlock()
+	}
 	hc.mu.Lock()
 	var k *kindWatch
 	for _, kw := range hc.kinds {
