@@ -84,8 +84,10 @@ func startCmd(t testing.TB, name string, cmd *exec.Cmd) (*Process, error) {
 	p := &Process{Name: name, Cmd: cmd, LogPath: logPath, t: t, logFile: f, done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	go func() {
 		p.err = cmd.Wait()
-		cancel(fmt.Errorf("%s: %w: %v", name, errExited, cmd.ProcessState))
+		// Done before the cancel: whoever the cancel wakes (Ready) must
+		// find the child exited, or it leaves its output out.
 		close(p.done)
+		cancel(fmt.Errorf("%s: %w: %v", name, errExited, cmd.ProcessState))
 	}()
 	t.Logf("harness: started %s (pid %d): %s", name, cmd.Process.Pid, strings.Join(cmd.Args, " "))
 	t.Cleanup(func() {
