@@ -143,16 +143,17 @@ test: deps build cluster-tools images
 	go vet ./...
 	$(TEST_ENV) go test -race -count=1 -timeout 30m $$(go list ./... | grep -v '/test/dataplane$$')
 	$(TEST_ENV) go test -race -count=1 -timeout 50m ./test/dataplane/
+	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
 # Opt-in until they pass here (see their tests): the dataplane stories and
 # the leave-nothing-behind check on Cilium as kube-proxy replacement, and
 # the lifecycle test.
 test-cilium: deps build tools images
-	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 60m -run 'Cilium|/cilium' ./test/harness/cluster/ ./test/dataplane/
+	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
+	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 60m -run '/^cilium$$' ./test/dataplane/
 
 test-lifecycle: deps build cluster-tools images
 	$(TEST_ENV) HAIRPIN_LIFECYCLE=1 go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
-	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
 # Unit tests only: no control plane, no child processes.
 unit:
