@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -95,6 +96,10 @@ func clang() (string, error) {
 // starts cilium-agent in the node's network namespace and a mount
 // namespace of its own. It does not wait: the agent waits for its Node,
 // which the node agent registers next; see [cilium.waitReady].
+// machineRunCilium is where cilium-cni, in the machine's mount namespace,
+// keeps its queue of deletions that an absent agent could not take.
+const machineRunCilium = "/run/cilium"
+
 func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm) error {
 	cl := &cilium{assets: c.ciliumDir, started: time.Now()}
 	var err error
@@ -141,6 +146,13 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm) error {
 			t.Errorf("cluster: %v", err)
 		}
 	})
+	// cilium-cni runs in the machine's mount namespace, and a DEL that
+	// finds no agent (one that crashed) queues the deletion under the
+	// machine's /run/cilium/deleteQueue: it goes too, unless it was there
+	// before.
+	if _, err := os.Stat(machineRunCilium); errors.Is(err, os.ErrNotExist) {
+		t.Cleanup(func() { _ = os.RemoveAll(machineRunCilium) })
+	}
 	cl.agent = harness.StartCmd(t, "cilium-agent", cl.command(c))
 	c.cilium = cl
 	return nil

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -33,9 +34,28 @@ type Attachment struct {
 
 // Link is one BPF link.
 type Link struct {
-	ID     int    `json:"id"`
-	Type   string `json:"type"`
-	ProgID int    `json:"prog_id"`
+	ID     int      `json:"id"`
+	Type   LinkType `json:"type"`
+	ProgID int      `json:"prog_id"`
+}
+
+// LinkType is a link's type as bpftool prints it: a name, or the kernel's
+// number for a type this bpftool has no name for (tcx links on Debian's).
+type LinkType string
+
+// UnmarshalJSON takes a name or a number.
+func (t *LinkType) UnmarshalJSON(b []byte) error {
+	var name string
+	if err := json.Unmarshal(b, &name); err == nil {
+		*t = LinkType(name)
+		return nil
+	}
+	var n int
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("hoststate: link type %s: %w", b, err)
+	}
+	*t = LinkType(strconv.Itoa(n))
+	return nil
 }
 
 // TakeBPF snapshots the BPF state.
