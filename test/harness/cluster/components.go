@@ -14,9 +14,9 @@ var KubeProxyModes = []string{"iptables", "nftables"}
 
 // ProxyModes are the service dataplanes the e2e matrix runs: kube-proxy in
 // each of its modes, and Cilium as kube-proxy replacement when
-// HAIRPIN_CILIUM=1 (`make test-cilium`). The cilium mode is opt-in until its
-// whole story has passed here: the agent builds for 10-15 minutes and its
-// run is not yet proven, and a mode that fails would fail every story.
+// HAIRPIN_CILIUM=1 (`make test-cilium`). The cilium mode is opt-in until it
+// has passed in CI: the agent builds for 10-15 minutes, and a mode that
+// fails would fail every story.
 var ProxyModes = proxyModes()
 
 // EnvCilium turns the cilium mode on in [ProxyModes].
