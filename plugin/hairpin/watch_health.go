@@ -119,23 +119,19 @@ func (k *kindWatch) onError(_ context.Context, _ *cache.Reflector, err error) {
 // in a namespace that a direct target names are that namespace's own
 // watch, not the targets' one.
 func (hc *hostCache) onRetry(resource, namespace string, err error) {
-	name := kindOfResource(resource)
+	kind, direct := kindOfResource(resource), ""
 	if resource == "services" && namespace != "" {
-		hc.mu.Lock()
-		for _, kw := range hc.kinds {
-			if kw.kind == directKind(namespace) {
-				name = kw.kind
-				break
-			}
-		}
-		hc.mu.Unlock()
+		direct = directKind(namespace)
 	}
 	hc.mu.Lock()
 	var k *kindWatch
 	for _, kw := range hc.kinds {
-		if kw.kind == name {
+		if kw.kind == direct {
 			k = kw
 			break
+		}
+		if kw.kind == kind && k == nil {
+			k = kw
 		}
 	}
 	hc.mu.Unlock()

@@ -60,16 +60,10 @@ func TestMain(m *testing.M) {
 // replacement), in order: each step builds on the one before, as on a
 // cluster.
 func TestHairpinOnTheRealDataplane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: a whole cluster")
-	}
-	for _, mode := range cluster.ProxyModes {
-		t.Run(mode, func(t *testing.T) { story(t, mode) })
-	}
+	dataplane.EachMode(t, cluster.ProxyModes, story)
 }
 
-func story(t *testing.T, mode string) {
-	e := dataplane.Shared(t, mode)
+func story(t *testing.T, mode string, e *dataplane.Env) {
 	root, tenant := dataplane.Controllers[0], dataplane.Controllers[1]
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()

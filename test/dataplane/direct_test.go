@@ -38,18 +38,10 @@ func directValues() string {
 // loopback), is unreachable from a Pod until a direct target answers its
 // host with the Gateway Service's ClusterIP; no proxy stands in between.
 func TestDirectTargetOnTheRealDataplane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: a whole cluster")
-	}
-	for _, mode := range cluster.ProxyModes {
-		t.Run(mode, func(t *testing.T) { directStory(t, mode) })
-	}
+	dataplane.EachMode(t, cluster.ProxyModes, directStory)
 }
 
-func directStory(t *testing.T, mode string) {
-	e := dataplane.Shared(t, mode)
-	start := time.Now()
-	defer func() { t.Logf("direct story on %s: %s", mode, time.Since(start).Round(time.Millisecond)) }()
+func directStory(t *testing.T, mode string, e *dataplane.Env) {
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
 	ge := e.StartGateways(t)

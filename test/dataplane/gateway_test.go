@@ -51,18 +51,10 @@ func gatewayValues() string {
 // ProxyProtocol drops in-cluster clients until the chart's targets front
 // it, follows route and listener changes live, and uninstalls cleanly.
 func TestGatewayOnTheRealDataplane(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: a whole cluster")
-	}
-	for _, mode := range cluster.ProxyModes {
-		t.Run(mode, func(t *testing.T) { gatewayStory(t, mode) })
-	}
+	dataplane.EachMode(t, cluster.ProxyModes, gatewayStory)
 }
 
-func gatewayStory(t *testing.T, mode string) {
-	e := dataplane.Shared(t, mode)
-	start := time.Now()
-	defer func() { t.Logf("gateway story on %s: %s", mode, time.Since(start).Round(time.Millisecond)) }()
+func gatewayStory(t *testing.T, mode string, e *dataplane.Env) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	ge := e.StartGateways(t)

@@ -39,15 +39,10 @@ var lifecycleModes = []string{"nftables", cluster.CiliumMode}
 // operation prints `lifecycle: OP requests=N failed=M window_ms=W` and fails
 // the test when it misses its goal.
 func TestLifecycleLosesNoRequest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end to end: a whole cluster")
-	}
 	if os.Getenv(envLifecycle) != "1" {
 		t.Skipf("opt-in until its goals hold: %s=1 (make test-lifecycle); on nftables the kube-dns rollout lost 3 DNS queries and an Ingress written after the apiserver outage was answered after 33 s (goal 5 s)", envLifecycle)
 	}
-	for _, mode := range lifecycleModes {
-		t.Run(mode, func(t *testing.T) { lifecycle(t, mode) })
-	}
+	dataplane.EachMode(t, lifecycleModes, lifecycle)
 }
 
 // Goals of the issue.
@@ -92,8 +87,7 @@ type lifecycleRun struct {
 	ops    []*opLog
 }
 
-func lifecycle(t *testing.T, mode string) {
-	e := dataplane.Shared(t, mode)
+func lifecycle(t *testing.T, mode string, e *dataplane.Env) {
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()

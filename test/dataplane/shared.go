@@ -55,6 +55,24 @@ func Shared(t *testing.T, mode string) *Env {
 	return e
 }
 
+// EachMode runs story once per mode, as a subtest named exactly as the
+// mode, on that mode's shared cluster, and logs how long it took. A whole
+// cluster is no -short test.
+func EachMode(t *testing.T, modes []string, story func(t *testing.T, mode string, e *Env)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end to end: a whole cluster")
+	}
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			e := Shared(t, mode)
+			start := time.Now()
+			defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
+			story(t, mode, e)
+		})
+	}
+}
+
 // uninstallAll uninstalls every Helm release in the targets namespace,
 // after a test that failed half-way through its story.
 func (e *Env) uninstallAll() {
