@@ -175,7 +175,7 @@ loop:
 			res.ProxyRollouts++
 			// helm waits for the new Pods; the churn waits with it, as an
 			// operator's pipeline would not, but the client does not.
-			if out, err := e.Upgrade(ctx, t, dataplane.Values(), "--set", "proxy.podAnnotations.soak="+strconv.Itoa(res.ProxyRollouts)); err != nil {
+			if out, err := e.Upgrade(ctx, t, dataplane.Values(), "--set-string", "proxy.podAnnotations.soak="+strconv.Itoa(res.ProxyRollouts)); err != nil {
 				t.Fatalf("soak: proxy rollout: %v\n%s", err, out)
 			}
 		case at := <-samples.C:
