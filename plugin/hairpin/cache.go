@@ -89,7 +89,11 @@ func (hc *hostCache) start() error {
 	hc.mu.Lock()
 	hc.ensureGatewayWatchesLocked()
 	hc.mu.Unlock()
-	hc.wg.Add(2 + len(kinds))
+	hc.wg.Add(3 + len(kinds))
+	go func() {
+		defer hc.wg.Done()
+		hc.clients.watchAPIServer(hc.stopCh)
+	}()
 	for _, k := range kinds {
 		go k.waitSynced()
 	}

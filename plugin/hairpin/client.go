@@ -62,14 +62,25 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		// Lists and watches retry a refusal or an unreachable apiserver
 		// themselves (retryTransport); discovery, below, does not.
 		retry := newRetries()
-		watchCfg := rest.CopyConfig(cfg)
+		// Every client dials through the dialer that goes around a
+		// Service address the dataplane refuses after an outage.
+		dial := newAPIServerDialer()
+		dialCfg := rest.CopyConfig(cfg)
+		dialCfg.Dial = dial.DialContext
+		// The watch of the apiserver's own addresses backs off as
+		// client-go does: it is needed only before an outage.
+		apiserverKube, err := kubernetes.NewForConfig(dialCfg)
+		if err != nil {
+			return nil, fmt.Errorf("kubernetes client: %w", err)
+		}
+		watchCfg := rest.CopyConfig(dialCfg)
 		watchCfg.Wrap(retry.wrap)
 		kube, err := kubernetes.NewForConfig(watchCfg)
 		if err != nil {
 			return nil, fmt.Errorf("kubernetes client: %w", err)
 		}
 		// Custom resources have no protobuf encoding.
-		jsonCfg := rest.CopyConfig(cfg)
+		jsonCfg := rest.CopyConfig(dialCfg)
 		jsonCfg.ContentType = "application/json"
 		jsonCfg.AcceptContentTypes = "application/json"
 		gatewayCfg := rest.CopyConfig(jsonCfg)
@@ -87,7 +98,7 @@ func clientFactory(s settings) (func() (*clients, error), error) {
 		if err != nil {
 			return nil, fmt.Errorf("discovery client: %w", err)
 		}
-		return &clients{kube: kube, gateway: gateway, discovery: disco, retry: retry}, nil
+		return &clients{kube: kube, gateway: gateway, discovery: disco, retry: retry, apiserver: dial, apiserverKube: apiserverKube}, nil
 	}, nil
 }
 
@@ -102,6 +113,18 @@ type clients struct {
 	// retry is what the lists and watches of kube and gateway retry with;
 	// nil for fake clients.
 	retry *retries
+	// apiserver dials the apiserver for every client, and learns its own
+	// addresses through apiserverKube; nil for fake clients.
+	apiserver     *apiserverDialer
+	apiserverKube kubernetes.Interface
+}
+
+// watchAPIServer keeps the apiserver's own addresses up to date for the
+// dialer until stop is closed.
+func (c *clients) watchAPIServer(stop <-chan struct{}) {
+	if c != nil && c.apiserver != nil {
+		c.apiserver.watch(c.apiserverKube, stop)
+	}
 }
 
 // reportRetries sends the failures the retry transport retries to report.

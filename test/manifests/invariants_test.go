@@ -262,15 +262,20 @@ func deref[T any](p *T) any {
 	return *p
 }
 
-// flatten turns rules into sorted "group/resource verbs" strings.
+// flatten turns rules into sorted "group/resource verbs[ names=N,...]"
+// strings.
 func flatten(rules []rbacv1.PolicyRule) []string {
 	var out []string
 	for _, r := range rules {
 		verbs := slices.Clone(r.Verbs)
 		slices.Sort(verbs)
+		names := ""
+		if len(r.ResourceNames) > 0 {
+			names = " names=" + strings.Join(r.ResourceNames, ",")
+		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
-				out = append(out, g+"/"+res+" "+strings.Join(verbs, ","))
+				out = append(out, g+"/"+res+" "+strings.Join(verbs, ",")+names)
 			}
 		}
 	}
@@ -279,8 +284,8 @@ func flatten(rules []rbacv1.PolicyRule) []string {
 }
 
 // TestRBACIsReadOnlyAndMinimal checks every (Cluster)Role of every render:
-// only get/list/watch, no wildcards, no resource names or non-resource
-// URLs, and exactly the rules the plugin needs. Gateway API rules appear
+// only get/list/watch, no wildcards, no non-resource URLs, and exactly the
+// rules the plugin needs, resource names included. Gateway API rules appear
 // exactly when rbac.gatewayAPI asks for them (auto: when a target selects
 // Gateways); the kubernetes plugin's rules only in tenant mode; every
 // binding's subject is the CoreDNS service account of the values.
@@ -307,8 +312,8 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 						t.Errorf("rule %v has a wildcard", rule)
 					}
 				}
-				if len(rule.NonResourceURLs) > 0 || len(rule.ResourceNames) > 0 {
-					t.Errorf("rule %v grants non-resource URLs or names", rule)
+				if len(rule.NonResourceURLs) > 0 {
+					t.Errorf("rule %v grants non-resource URLs", rule)
 				}
 			}
 
@@ -328,6 +333,8 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 			wantRoles := map[string][]string{
 				"ClusterRole hairpin-coredns":                           hairpin,
 				"Role " + releaseNamespace + "/hairpin-coredns-targets": {"/services get,list,watch"},
+				// The apiserver's own addresses: its Service's one EndpointSlice.
+				"Role default/hairpin-coredns-apiserver": {"discovery.k8s.io/endpointslices get,list,watch names=kubernetes"},
 			}
 			// A direct target's named Service is watched in its namespace.
 			for _, tg := range v.targets() {

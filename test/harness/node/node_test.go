@@ -40,6 +40,7 @@ func TestNode(t *testing.T) {
 	t.Run("LogsLocallyAndThroughTheKubeletAPI", func(t *testing.T) { testLogs(t, f) })
 	t.Run("DeleteStopsTheProcessAndRemovesTheNamespace", func(t *testing.T) { testDelete(t, f) })
 	t.Run("DeletionGracePeriod", func(t *testing.T) { testGrace(t, f) })
+	t.Run("ReadinessIsProbedWhileTerminating", func(t *testing.T) { testReadinessWhileTerminating(t, f) })
 	t.Run("LifecycleHooks", func(t *testing.T) { testLifecycle(t, f) })
 	t.Run("StopLeavesNothing", func(t *testing.T) { testStop(t, f) })
 }

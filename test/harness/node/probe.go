@@ -18,23 +18,31 @@ import (
 // probeRun runs one container instance's probes, as kubelet's prober
 // workers: the startup probe until it succeeds, then readiness and
 // liveness. Results set the container's started and ready flags; a failed
-// startup or liveness probe restarts the container.
+// startup or liveness probe restarts the container. As kubelet does, the
+// startup and liveness probes stop when the Pod terminates, and the
+// readiness probe goes on until the container exits: a Pod in its lame
+// duck is taken out of its Services' endpoints by its failing readiness.
 type probeRun struct {
-	c       *container
-	proc    *process
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	killing *corev1.Probe // the probe that asked for the restart
+	c           *container
+	proc        *process
+	ctx         context.Context // startup and liveness: ends with the Pod
+	cancel      context.CancelFunc
+	readyCtx    context.Context // readiness: ends with the container
+	readyCancel context.CancelFunc
+	wg          sync.WaitGroup
+	killing     *corev1.Probe // the probe that asked for the restart
 }
 
 func newProbeRun(c *container, proc *process) *probeRun {
 	ctx, cancel := context.WithCancel(c.p.ctx)
-	return &probeRun{c: c, proc: proc, ctx: ctx, cancel: cancel}
+	readyCtx, readyCancel := context.WithCancel(context.Background())
+	return &probeRun{c: c, proc: proc, ctx: ctx, cancel: cancel, readyCtx: readyCtx, readyCancel: readyCancel}
 }
 
+// stop ends every probe; the container has exited.
 func (r *probeRun) stop() {
 	r.cancel()
+	r.readyCancel()
 	r.wg.Wait()
 }
 
@@ -43,7 +51,7 @@ func (r *probeRun) run() {
 	defer r.wg.Done()
 	spec := r.c.spec
 	if spec.StartupProbe != nil {
-		if !r.loop(spec.StartupProbe, "Startup", func(ok bool) bool {
+		if !r.loop(r.ctx, spec.StartupProbe, "Startup", func(ok bool) bool {
 			if ok {
 				r.c.setFlags(true, false)
 			}
@@ -63,35 +71,36 @@ func (r *probeRun) run() {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			r.loop(spec.ReadinessProbe, "Readiness", func(ok bool) bool {
+			r.loop(r.readyCtx, spec.ReadinessProbe, "Readiness", func(ok bool) bool {
 				r.c.setFlags(true, ok)
 				return true
 			})
 		}()
 	}
 	if spec.LivenessProbe != nil {
-		r.loop(spec.LivenessProbe, "Liveness", func(bool) bool { return true })
+		r.loop(r.ctx, spec.LivenessProbe, "Liveness", func(bool) bool { return true })
 	}
 }
 
 // loop probes every periodSeconds after initialDelaySeconds (counted from
-// the container's start) and calls result on each change of the verdict
-// that the thresholds allow; result returns whether to go on. A startup or
-// liveness verdict of failure asks for a restart and ends the loop. loop
-// reports whether it ended by result rather than by failure or stop.
-func (r *probeRun) loop(pr *corev1.Probe, kind string, result func(bool) bool) bool {
+// the container's start), until ctx ends, and calls result on each change
+// of the verdict that the thresholds allow; result returns whether to go
+// on. A startup or liveness verdict of failure asks for a restart and ends
+// the loop. loop reports whether it ended by result rather than by failure
+// or stop.
+func (r *probeRun) loop(ctx context.Context, pr *corev1.Probe, kind string, result func(bool) bool) bool {
 	period := seconds(pr.PeriodSeconds, 10)
 	start := r.proc.startedAt.Add(seconds(pr.InitialDelaySeconds, 0))
 	select {
-	case <-r.ctx.Done():
+	case <-ctx.Done():
 		return false
 	case <-time.After(time.Until(start)):
 	}
 	succ, fail := 0, 0
 	verdict := -1 // unknown
 	for {
-		err := r.c.p.n.probe(r.ctx, r.c, pr)
-		if r.ctx.Err() != nil {
+		err := r.c.p.n.probe(ctx, r.c, pr)
+		if ctx.Err() != nil {
 			return false
 		}
 		if err == nil {
@@ -121,7 +130,7 @@ func (r *probeRun) loop(pr *corev1.Probe, kind string, result func(bool) bool) b
 			}
 		}
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return false
 		case <-time.After(period):
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -91,4 +92,37 @@ func testRestarts(t *testing.T, f *fixture) {
 			}
 		})
 	}
+}
+
+// testReadinessWhileTerminating: kubelet stops only the liveness and
+// startup probes of a terminating Pod; its readiness probe goes on until
+// the container exits, so that a Pod in its lame duck (serving, but its
+// readiness failing) is taken out of its Service's endpoints, and of the
+// dataplane's UDP flows to it, before its process ends.
+func testReadinessWhileTerminating(t *testing.T, f *fixture) {
+	ns := f.namespace(t, "terminating")
+	// Ready while /work/ready exists; on SIGTERM the file goes and the
+	// process runs on until the grace period (the fixture's 2 s) ends.
+	pod := hostPod("lameduck", "sh", "-c", "touch /work/ready; trap 'rm -f /work/ready' TERM; while :; do sleep 0.1; done")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-f", "/work/ready"}}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	f.create(t, ns, pod)
+	f.waitReady(t, ns, "lameduck")
+	must(t, f.client.CoreV1().Pods(ns).Delete(t.Context(), "lameduck", metav1.DeleteOptions{}))
+	var last *corev1.Pod
+	for start := time.Now(); time.Since(start) < 15*time.Second; time.Sleep(50 * time.Millisecond) {
+		p, err := f.client.CoreV1().Pods(ns).Get(t.Context(), "lameduck", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the Pod went without ever being reported not ready while its container ran; last seen: %s", describe(last))
+		}
+		last = p
+		if cs := p.Status.ContainerStatuses; !isReady(p) && len(cs) == 1 && cs[0].State.Running != nil {
+			return
+		}
+	}
+	t.Fatalf("still there after 15 s: %s", describe(last))
 }
