@@ -28,6 +28,11 @@ type container struct {
 	logPath  string
 	prevLog  string
 	kill     chan string // a probe asks for a restart, with the reason
+
+	// recent is the latest instance's process, kept after it has ended:
+	// an attach that comes after a quick command's end still gets its
+	// output.
+	recent *process
 }
 
 func newContainer(p *pod, spec corev1.Container, isInit bool) *container {
@@ -193,7 +198,7 @@ func (c *container) setWaitingIfNew(reason, msg string) {
 func (c *container) setRunning(inst *instance, proc *process) {
 	c.mu.Lock()
 	c.retire()
-	c.proc = proc
+	c.proc, c.recent = proc, proc
 	c.prevLog, c.logPath = c.logPath, inst.logPath
 	c.id, c.imageID = inst.id, inst.imageID
 	c.started, c.ready = false, false
@@ -214,6 +219,7 @@ func (c *container) setTerminated(inst *instance, proc *process, exit int32, rea
 		c.mu.Lock()
 		c.prevLog, c.logPath = c.logPath, inst.logPath
 		c.id, c.imageID = inst.id, inst.imageID
+		c.recent = nil
 		c.mu.Unlock()
 	}
 	c.mu.Lock()

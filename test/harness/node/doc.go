@@ -25,7 +25,11 @@
 //   - the user, group and capabilities of its securityContext or image,
 //     restarts with back-off per restartPolicy, and startup, readiness and
 //     liveness probes (httpGet, tcpSocket, exec) reported as Pod
-//     conditions and container statuses.
+//     conditions and container statuses;
+//   - stdout and stderr as pipes that the node drains into the container's
+//     log, and a stdin pipe for stdin: true, served through the kubelet
+//     API (containerLogs, exec, attach) that the apiserver proxies
+//     `kubectl logs`, `kubectl exec` and `kubectl run -i` to.
 //
 // Each container process is started by a copy of the running binary acting
 // as its shim (see internal/shim), so the package works the same from a

@@ -38,16 +38,16 @@ func (n *Node) Exec(ctx context.Context, namespace, pod, container string, cmd .
 // code; err is for a command that could not run at all.
 func (n *Node) run(ctx context.Context, c *container, cmd []string, stdin io.Reader) (stdout, stderr string, code int, err error) {
 	var o, e bytes.Buffer
-	code, err = n.attach(ctx, c, cmd, stdin, &o, &e)
+	code, err = n.execStreams(ctx, c, cmd, stdin, &o, &e)
 	return o.String(), e.String(), code, err
 }
 
-// attach runs cmd in c with the given streams: nsenter(1) enters the
+// execStreams runs cmd in c with the given streams: nsenter(1) enters the
 // container process's mount, UTS, IPC, network and PID namespaces (so
 // /proc/self is the command's own) and starts this binary's stage 2 there,
 // which chroots into the container's root and takes its user, groups,
 // capabilities and no_new_privs exactly as the container process did.
-func (n *Node) attach(ctx context.Context, c *container, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+func (n *Node) execStreams(ctx context.Context, c *container, cmd []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	c.mu.Lock()
 	proc := c.proc
 	c.mu.Unlock()

@@ -68,21 +68,27 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	harness.RequireRoot(t, "node agent", "ip", "nsenter")
 	corednsLayout, proxyLayout := imageLayout(t, "coredns"), imageLayout(t, "hairpin-proxy")
-	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
-	f := &fixture{cp: cp, client: cp.Clientset, dir: filepath.Join(t.TempDir(), "node"), log: &syncBuffer{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("node agent log:\n%s", f.log.String())
-		}
-	})
 	ns, err := netns.New("node")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Close() })
-	f.nodeNS = ns
 	must(t, ns.Sysctl("net.ipv4.ip_forward", "1"))
 	must(t, ns.AddAddr("lo", netip.PrefixFrom(nodeIP, 32)))
+	// The apiserver runs in the node's namespace, as on a control-plane
+	// node, so that it reaches the kubelet API on the node's address
+	// (kubectl logs, exec, attach and run -i).
+	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{
+		Netns:            ns,
+		AdvertiseAddress: nodeIP,
+		APIServerFlags:   map[string][]string{"kubelet-preferred-address-types": {"InternalIP"}},
+	})
+	f := &fixture{cp: cp, client: cp.Clientset, nodeNS: ns, dir: filepath.Join(t.TempDir(), "node"), log: &syncBuffer{}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("node agent log:\n%s", f.log.String())
+		}
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	f.node, err = node.Start(ctx, node.Config{
@@ -168,6 +174,21 @@ func (f *fixture) waitPod(t *testing.T, ns, name, what string, timeout time.Dura
 	}
 	t.Fatalf("pod %s/%s: timed out after %s waiting for %s; status: %s", ns, name, timeout, what, describe(last))
 	return nil
+}
+
+// waitGone waits until the Pod is deleted from the apiserver: the node
+// has stopped it and confirmed its deletion.
+func (f *fixture) waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		_, err := f.client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("pod %s/%s is still there 30s after its deletion", ns, name)
 }
 
 func (f *fixture) waitReady(t *testing.T, ns, name string) *corev1.Pod {

@@ -25,6 +25,7 @@ type instance struct {
 	logPath     string
 	termPath    string // the termination message file, on the host
 	pid         int    // the container process, once started
+	stdin       bool   // the container has a stdin pipe (stdin: true)
 	spec        shim.Spec
 }
 
@@ -62,6 +63,7 @@ func (n *Node) prepare(c *container) (*instance, error) {
 		imageID: img.id,
 		dir:     filepath.Join(p.dir, "containers", c.spec.Name, fmt.Sprint(run)),
 		logPath: filepath.Join(p.dir, "logs", c.spec.Name, fmt.Sprintf("%d.log", run)),
+		stdin:   c.spec.Stdin,
 	}
 	inst.termPath = filepath.Join(inst.dir, "termination-log")
 	for _, d := range []string{"root", "upper", "work", "logs"} {

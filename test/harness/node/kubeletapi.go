@@ -23,7 +23,7 @@ import (
 )
 
 // serveKubeletAPI serves the kubelet endpoints the apiserver proxies to
-// (containerLogs, exec, pods) on NodeIP:KubeletPort inside the node's
+// (containerLogs, exec, attach, pods) on NodeIP:KubeletPort inside the node's
 // namespace, over TLS with a self-signed certificate, through
 // virtual-kubelet's handlers. Like a kubelet with anonymous auth, it does
 // not check who calls.
@@ -41,6 +41,7 @@ func (n *Node) serveKubeletAPI() error {
 	pods := func(ctx context.Context) ([]*corev1.Pod, error) { return (&provider{n}).GetPods(ctx) }
 	api.AttachPodRoutes(api.PodHandlerConfig{
 		RunInContainer:        n.execHandler,
+		AttachToContainer:     n.attachHandler,
 		GetContainerLogs:      n.logsHandler,
 		GetPods:               pods,
 		GetPodsFromKubernetes: pods,
@@ -57,7 +58,7 @@ func (n *Node) execHandler(ctx context.Context, namespace, pod, container string
 	if err != nil {
 		return err
 	}
-	code, err := n.attach(ctx, c, cmd, io.Stdin(), io.Stdout(), io.Stderr())
+	code, err := n.execStreams(ctx, c, cmd, io.Stdin(), io.Stdout(), io.Stderr())
 	if err == nil && code != 0 {
 		err = fmt.Errorf("command terminated with exit code %d", code)
 	}
@@ -80,14 +81,23 @@ func (n *Node) logsHandler(ctx context.Context, namespace, pod, container string
 	if err != nil {
 		return nil, err
 	}
+	size := int64(len(b))
 	b = tailLines(b, opts.Tail)
 	if opts.LimitBytes > 0 && len(b) > opts.LimitBytes {
 		b = b[:opts.LimitBytes]
 	}
-	if !opts.Follow || opts.Previous {
+	c.mu.Lock()
+	proc := c.recent
+	c.mu.Unlock()
+	if !opts.Follow || opts.Previous || proc == nil || proc.out.path != path {
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
-	return &follower{ctx: ctx, c: c, path: path, buf: b, off: int64(len(b))}, nil
+	// The log only grows: the follower goes on from what was read.
+	r, err := proc.out.reader(size)
+	if err != nil {
+		return nil, err
+	}
+	return &follower{ctx: ctx, r: r, buf: b}, nil
 }
 
 // tailLines keeps the last n lines of b (all for n <= 0).
@@ -108,46 +118,6 @@ func tailLines(b []byte, n int) []byte {
 	}
 	return b
 }
-
-// follower streams a log file as it grows, until the instance writing it
-// has ended or the client has gone.
-type follower struct {
-	ctx  context.Context
-	c    *container
-	path string
-	buf  []byte
-	off  int64
-}
-
-func (f *follower) Read(p []byte) (int, error) {
-	for {
-		if len(f.buf) > 0 {
-			k := copy(p, f.buf)
-			f.buf = f.buf[k:]
-			return k, nil
-		}
-		fh, err := os.Open(f.path)
-		if err != nil {
-			return 0, err
-		}
-		k, _ := fh.ReadAt(p, f.off)
-		fh.Close()
-		if k > 0 {
-			f.off += int64(k)
-			return k, nil
-		}
-		if cur, _ := f.c.logPaths(); cur != f.path || f.c.running() == nil {
-			return 0, io.EOF
-		}
-		select {
-		case <-f.ctx.Done():
-			return 0, io.EOF
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-func (f *follower) Close() error { return nil }
 
 // selfSigned makes a serving certificate for the kubelet API.
 func selfSigned(name string, ip net.IP) (tls.Certificate, error) {

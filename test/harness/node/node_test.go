@@ -38,6 +38,7 @@ func TestNode(t *testing.T) {
 	t.Run("ProxyImageWithTheChartsSecurityContextReachesAnotherPod", func(t *testing.T) { testProxy(t, f) })
 	t.Run("UnknownImageIsErrImagePull", func(t *testing.T) { testUnknownImage(t, f) })
 	t.Run("LogsLocallyAndThroughTheKubeletAPI", func(t *testing.T) { testLogs(t, f) })
+	t.Run("KubectlRunAttaches", func(t *testing.T) { testKubectlRunAttaches(t, f) })
 	t.Run("DeleteStopsTheProcessAndRemovesTheNamespace", func(t *testing.T) { testDelete(t, f) })
 	t.Run("DeletionGracePeriod", func(t *testing.T) { testGrace(t, f) })
 	t.Run("ReadinessIsProbedWhileTerminating", func(t *testing.T) { testReadinessWhileTerminating(t, f) })

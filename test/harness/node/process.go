@@ -27,7 +27,12 @@ type process struct {
 	startedAt  time.Time
 	finishedAt time.Time
 	exit       int32
-	done       chan struct{}
+	// out is the instance's stdout and stderr; stdin is the write end of
+	// its stdin pipe when the container has one (stdin: true), closed
+	// after the first attach with stdinOnce, and when the process ends.
+	out   *output
+	stdin *os.File
+	done  chan struct{} // closed once the process has exited and its output is in the log
 }
 
 // startProcess starts the shim of inst and returns once the container
@@ -37,22 +42,36 @@ func startProcess(inst *instance) (*process, error) {
 	if err := inst.spec.Write(specPath); err != nil {
 		return nil, err
 	}
-	log, err := os.OpenFile(inst.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	defer log.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	out, stdoutW, stderrW, err := newOutput(inst.logPath)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	// The write ends are the process's alone once it has started: the
+	// output ends when the last process of the container has gone.
+	parentEnds := []*os.File{w, stdoutW, stderrW}
+	p := &process{inst: inst, out: out, done: make(chan struct{})}
+	var stdinR *os.File
+	if inst.stdin {
+		if stdinR, p.stdin, err = os.Pipe(); err != nil {
+			closeAll(parentEnds)
+			<-out.done
+			return nil, err
+		}
+		parentEnds = append(parentEnds, stdinR)
+	}
 	cmd := &exec.Cmd{
 		Path:       "/proc/self/exe",
 		Args:       []string{"hairpin-node-shim", inst.id},
 		Env:        []string{shim.EnvSpec + "=" + specPath},
-		Stdout:     log,
-		Stderr:     log,
+		Stdin:      stdinR, // nil: /dev/null
+		Stdout:     stdoutW,
+		Stderr:     stderrW,
 		ExtraFiles: []*os.File{w}, // shim.StatusFD
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
@@ -62,16 +81,20 @@ func startProcess(inst *instance) (*process, error) {
 		},
 	}
 	err = cmd.Start()
-	w.Close()
+	closeAll(parentEnds)
 	if err != nil {
+		p.closeStdin()
+		<-out.done
 		return nil, fmt.Errorf("start shim: %w", err)
 	}
-	p := &process{inst: inst, cmd: cmd, startedAt: time.Now(), done: make(chan struct{})}
+	p.cmd, p.startedAt = cmd, time.Now()
 	_ = r.SetReadDeadline(time.Now().Add(shimStartTimeout))
 	msg, rerr := io.ReadAll(r)
 	if len(msg) > 0 || rerr != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		p.closeStdin()
+		<-out.done
 		if rerr != nil {
 			return nil, fmt.Errorf("container did not start: %w", rerr)
 		}
@@ -85,9 +108,27 @@ func startProcess(inst *instance) (*process, error) {
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			p.exit = 128 + int32(ws.Signal())
 		}
+		p.closeStdin()
+		// The shim kills its PID namespace before it exits, so every
+		// writer of the pipes is gone: the drains end promptly.
+		<-out.done
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// closeStdin closes the node's end of the process's stdin pipe, if any:
+// the container reads EOF.
+func (p *process) closeStdin() {
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+	}
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // childOf is the first child of pid: the container process under its shim.
