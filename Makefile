@@ -150,7 +150,7 @@ test: deps build cluster-tools images
 # the lifecycle test.
 test-cilium: deps build tools images
 	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
-	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane)$$/^cilium$$' ./test/dataplane/
+	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane|CozystackManagementCluster)$$/^cilium$$' ./test/dataplane/
 
 test-lifecycle: deps build cluster-tools images
 	$(TEST_ENV) HAIRPIN_LIFECYCLE=1 go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
