@@ -181,6 +181,15 @@ func cozystackStory(t *testing.T) {
 // connections from the client Pod, which no policy selects, pass.
 func enforced(ctx context.Context, t *testing.T, e *dataplane.Env, ic cluster.IngressController) {
 	t.Helper()
+	// The agent's mode, as the chart Cozystack installs it with leaves it:
+	// a NetworkPolicy that selects an endpoint is enforced on it.
+	cm, err := e.CP.Clientset.CoreV1().ConfigMaps("kube-system").Get(ctx, "cilium-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, k8s := cm.Data["enable-policy"], cm.Data["enable-k8s-networkpolicy"]; mode != "default" || k8s != "true" {
+		t.Fatalf("cilium-config has enable-policy %q and enable-k8s-networkpolicy %q; want default and true", mode, k8s)
+	}
 	pods, err := e.CP.Clientset.CoreV1().Pods(dataplane.TargetNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=proxy"})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("proxy pods: %d, %v", len(pods.Items), err)

@@ -218,6 +218,16 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		if w := r.Warned("target-unnecessary"); !dataplane.Mentions(w, tenant.Namespace) {
 			t.Errorf("no target-unnecessary warning names %s: %+v\n%s", tenant.Namespace, w, r.Table)
 		}
+		// Both dataplanes here honour ipMode: Proxy (kube-proxy >= 1.30,
+		// Cilium >= 1.18.1), and the check says so.
+		const honoured = "but not those with ipMode: Proxy"
+		if d := r.Passed("dataplane"); len(d) != 1 || !strings.HasSuffix(d[0].Message, honoured) {
+			t.Errorf("the dataplane line %+v does not end %q\n%s", d, honoured, r.Table)
+		}
+		want := fmt.Sprintf("needs no hairpin: nothing is short-circuited: %s/%s %s (ipMode: Proxy)", tenant.Namespace, tenant.Service(), tenant.LBIP)
+		if !dataplane.Mentions(r.Passed("lb-status"), want) {
+			t.Errorf("no lb-status line says %q\n%s", want, r.Table)
+		}
 	})
 
 	step("CheckFailsWithTheHintWhenATargetsZonesBreak", func(t *testing.T) {

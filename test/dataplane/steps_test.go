@@ -82,7 +82,7 @@ func checkNamesTheDataplane(t *testing.T, r *dataplane.CheckReport, mode string,
 		t.Errorf("the check's dataplane line: %+v; want it to start %q\n%s", ok, dp, r.Table)
 	}
 	for _, ic := range ics {
-		how := "(ipMode: VIP, the default)"
+		how := "(ipMode: VIP)" // as MetalLB writes it
 		if ic.ExternalIP {
 			how = "(externalIPs)"
 		}

@@ -10,13 +10,13 @@ import (
 )
 
 // externalIPFrontends are the frontends of the Services' spec.externalIPs
-// that come from LBPool: the address Cozystack's publishing.externalIPs
-// writes on its ingress Service, published in DNS, fronted on the internet
-// by a load balancer that sends PROXY. HAProxy holds the address outside,
-// as it holds a LoadBalancer IP, and sends each connection on to that same
-// address on the node, where the dataplane serves it (an externalIP has
-// no NodePort); inside the node the dataplane short-circuits it, as it
-// does a LoadBalancer IP.
+// that come from LBPool: the node's address that Cozystack's
+// publishing.externalIPs writes on its ingress Service, published in DNS,
+// fronted on the internet by a load balancer that sends PROXY. HAProxy
+// holds the address outside, as it holds a LoadBalancer IP, and sends each
+// connection on to that same address on the node, where the dataplane
+// serves it (an externalIP has no NodePort); inside the node the dataplane
+// short-circuits it, as it does a LoadBalancer IP.
 func externalIPFrontends(list []*corev1.Service) []frontend {
 	var out []frontend
 	for _, svc := range list {

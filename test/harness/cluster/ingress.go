@@ -44,7 +44,8 @@ type IngressController struct {
 	// root-ingress-controller); default [ControllerService].
 	Name string
 	// ExternalIP exposes it as Cozystack's publishing.externalIPs does: a
-	// ClusterIP Service with spec.externalIPs [LBIP], no LoadBalancer.
+	// ClusterIP Service with spec.externalIPs [LBIP], no LoadBalancer, and
+	// LBIP an address of the node's own (those are the nodes' addresses).
 	ExternalIP bool
 }
 
@@ -125,6 +126,9 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 			_, err := cs.NetworkingV1().Ingresses(ic.Namespace).Create(ctx, hostIngress(ic, h), metav1.CreateOptions{})
 			return err
 		}, func() error { return c.SetPublicName(h, ic.LBIP) })
+	}
+	if ic.ExternalIP {
+		objects = append(objects, func() error { return c.NodeNS.AddAddr("eth0", netip.PrefixFrom(ic.LBIP, 32)) })
 	}
 	for _, create := range objects {
 		if err := create(); err != nil {
