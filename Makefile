@@ -146,11 +146,11 @@ test: deps build cluster-tools images
 	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
 
 # Opt-in until they pass here (see their tests): the dataplane stories and
-# the leave-nothing-behind check on Cilium as kube-proxy replacement, and
-# the lifecycle test.
+# the leave-nothing-behind check on Cilium as kube-proxy replacement (the
+# Cozystack-shaped cluster among them), and the lifecycle test.
 test-cilium: deps build tools images
 	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
-	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane)$$/^cilium$$' ./test/dataplane/
+	$(TEST_ENV) HAIRPIN_CILIUM=1 go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane|CozystackManagementCluster)$$/^cilium$$' ./test/dataplane/
 
 test-lifecycle: deps build cluster-tools images
 	$(TEST_ENV) HAIRPIN_LIFECYCLE=1 go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/

@@ -65,6 +65,9 @@ func (e *Env) Check(ctx context.Context) (*CheckReport, error) {
 // Failed returns the failed checks with id.
 func (r *CheckReport) Failed(id string) []CheckResult { return r.with(id, "fail") }
 
+// Passed returns the checks with id that passed.
+func (r *CheckReport) Passed(id string) []CheckResult { return r.with(id, "ok") }
+
 // Warned returns the warnings with id.
 func (r *CheckReport) Warned(id string) []CheckResult { return r.with(id, "warn") }
 

@@ -94,33 +94,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 	})
 
 	step("BrokenWithoutHairpin", func(t *testing.T) {
-		for _, ic := range dataplane.Controllers {
-			host := ic.Hosts[0]
-			if err := e.WaitResolves(ctx, host, ic.LBIP); err != nil {
-				t.Fatalf("the cluster DNS must give the public answer first: %v", err)
-			}
-			// From the internet, through HAProxy's send-proxy, it works;
-			// once it does, kube-proxy has the controller's endpoints.
-			body, err := e.WaitServedFromOutside(ctx, ic, host)
-			if err != nil || !strings.Contains(body, "client="+cluster.ExternalClientIP.String()) {
-				t.Fatalf("outside client through the load balancer: %q, %v", body, err)
-			}
-			for _, pod := range []string{dataplane.ClientPod, dataplane.HostClientPod} {
-				out, err := e.CurlFrom(ctx, pod, "http://"+host+"/")
-				if err == nil {
-					t.Fatalf("the %s pod reached %s through the short-circuited LB IP; want the controller to drop the headerless connection; got %q", pod, host, out)
-				}
-			}
-			if err := harness.Poll(ctx, func(ctx context.Context) error {
-				log, err := e.ErrorLog(ctx, ic)
-				if err != nil || !strings.Contains(log, "broken header") {
-					return fmt.Errorf("no broken header in %s's log yet (%v)", ic.Namespace, err)
-				}
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		brokenWithoutHairpin(ctx, t, e, dataplane.Controllers)
 	})
 
 	step("ShortCircuitedPerPacketInThePodAtConnectInTheNode", func(t *testing.T) {
@@ -163,16 +137,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 	})
 
 	step("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {
-		r := check(ctx, t, e)
-		if r.Exit != 1 {
-			t.Errorf("kubectl hairpin check exited %d before the install; want 1\n%s", r.Exit, r.Table)
-		}
-		fails := r.Failed("ingress-class-target")
-		for _, ic := range dataplane.Controllers {
-			if !dataplane.Mentions(fails, ic.Class) {
-				t.Errorf("no failed ingress-class-target names class %s: %+v\n%s", ic.Class, fails, r.Table)
-			}
-		}
+		checkFailsNamingEveryController(ctx, t, e, mode, dataplane.Controllers)
 	})
 
 	step("InstallChart", func(t *testing.T) {
@@ -192,55 +157,11 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 	})
 
 	step("FixedEachHostReachesItsOwnController", func(t *testing.T) {
-		for i, ic := range dataplane.Controllers {
-			other := dataplane.Controllers[1-i]
-			host := ic.Hosts[0]
-			target, err := e.TargetIP(ctx, ic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			if err := e.WaitResolves(ctx, host, target); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s answered with its target %s by every kube-dns replica %s after the install", host, target, time.Since(start).Round(time.Millisecond))
-			for _, scheme := range []string{"http", "https"} {
-				body, err := e.WaitCurl(ctx, scheme+"://"+host+"/")
-				if err != nil {
-					t.Fatalf("%s through the target: %v", scheme, err)
-				}
-				want := fmt.Sprintf("client=%s controller=%s", e.ClientIP(), ic.Namespace)
-				if !strings.Contains(body, want) {
-					t.Fatalf("%s://%s answered %q; want it to contain %q", scheme, host, body, want)
-				}
-			}
-			// From the node too: the socket-LB path of Cilium is fixed
-			// as well (the controller answers only with a PROXY header).
-			body, err := e.WaitCurlFrom(ctx, dataplane.HostClientPod, "http://"+host+"/")
-			if err != nil || !strings.Contains(body, "controller="+ic.Namespace) {
-				t.Fatalf("http://%s from the hostNetwork client: %q, %v; want controller=%s", host, body, err, ic.Namespace)
-			}
-			if _, err := e.WaitRequest(ctx, ic, host, e.ClientIP()); err != nil {
-				t.Errorf("no request from the client pod: %v", err)
-			}
-			if reqs, _ := e.Requests(ctx, other, host); len(reqs) > 0 {
-				t.Errorf("%s's host reached the other controller %s: %+v", host, other.Namespace, reqs)
-			}
-		}
+		fixedEachHostReachesItsOwnController(ctx, t, e, dataplane.Controllers)
 	})
 
 	step("CheckPassesAfterInstall", func(t *testing.T) {
-		var r *dataplane.CheckReport
-		// CoreDNS's metrics follow the install within its watch events.
-		if err := harness.Poll(ctx, func(ctx context.Context) error {
-			r = check(ctx, t, e)
-			if r.Exit != 0 {
-				return fmt.Errorf("exit %d", r.Exit)
-			}
-			return nil
-		}); err != nil {
-			t.Fatalf("kubectl hairpin check after the install: %v\n%s", err, r.Table)
-		}
+		checkPassesAfterInstall(ctx, t, e)
 	})
 
 	step("IPModeProxyGoesThroughTheLoadBalancer", func(t *testing.T) {
@@ -297,6 +218,16 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		if w := r.Warned("target-unnecessary"); !dataplane.Mentions(w, tenant.Namespace) {
 			t.Errorf("no target-unnecessary warning names %s: %+v\n%s", tenant.Namespace, w, r.Table)
 		}
+		// Both dataplanes here honour ipMode: Proxy (kube-proxy >= 1.30,
+		// Cilium >= 1.18.1), and the check says so.
+		const honoured = "but not those with ipMode: Proxy"
+		if d := r.Passed("dataplane"); len(d) != 1 || !strings.HasSuffix(d[0].Message, honoured) {
+			t.Errorf("the dataplane line %+v does not end %q\n%s", d, honoured, r.Table)
+		}
+		want := fmt.Sprintf("needs no hairpin: nothing is short-circuited: %s/%s %s (ipMode: Proxy)", tenant.Namespace, tenant.Service(), tenant.LBIP)
+		if !dataplane.Mentions(r.Passed("lb-status"), want) {
+			t.Errorf("no lb-status line says %q\n%s", want, r.Table)
+		}
 	})
 
 	step("CheckFailsWithTheHintWhenATargetsZonesBreak", func(t *testing.T) {
@@ -344,17 +275,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 	})
 
 	step("UninstallRestoresThePublicAnswersAndLeavesNothing", func(t *testing.T) {
-		if out, err := e.Uninstall(ctx); err != nil {
-			t.Fatalf("helm uninstall: %v\n%s", err, out)
-		}
-		for _, ic := range dataplane.Controllers {
-			if err := e.WaitResolves(ctx, ic.Hosts[0], ic.LBIP); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := e.WaitNothingLeft(ctx); err != nil {
-			t.Fatal(err)
-		}
+		uninstallRestoresThePublicAnswers(ctx, t, e, dataplane.Controllers)
 	})
 }
 

@@ -98,6 +98,13 @@ type DocsRun struct {
 	corefile string
 }
 
+// MonitoringCRDs is the folder of prometheus-operator's ServiceMonitor and
+// PrometheusRule CRDs (test/manifests/testdata/crds, from its module),
+// which the chart's serviceMonitor and prometheusRule values need.
+func MonitoringCRDs(t testing.TB) string {
+	return filepath.Join(harness.RepoDir(t), "test", "manifests", "testdata", "crds")
+}
+
 // docsInstall is the install a command that assumes one gets when the page
 // has not installed anything itself: the docs' default, for DocsController.
 func (d *DocsRun) docsInstall() []string {
@@ -172,7 +179,7 @@ func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
 			return d, err
 		}
 	}
-	if _, err := d.kubectl(ctx, "apply", "--server-side", "-f", filepath.Join(d.root, "test", "manifests", "testdata", "crds")); err != nil {
+	if _, err := d.kubectl(ctx, "apply", "--server-side", "-f", MonitoringCRDs(t)); err != nil {
 		return d, err
 	}
 	return d, nil

@@ -50,28 +50,61 @@ type Env struct {
 // the stock Corefile of distribution, the controllers and the client Pod.
 func Start(t testing.TB, mode, distribution string) *Env {
 	t.Helper()
+	return StartWith(t, Config{Mode: mode, Distribution: distribution})
+}
+
+// Config is a cluster that [StartWith] starts.
+type Config struct {
+	// Mode is the service dataplane (cluster.ProxyModes); Distribution
+	// names the stock Corefile kube-dns runs (e2e.Distributions).
+	Mode, Distribution string
+	// Name tells the cluster's namespaces apart from the shared clusters'
+	// (cluster.Options.Name); default Mode.
+	Name string
+	// ClusterDomain is the cluster's DNS domain, for which the
+	// distribution's Corefile is rendered; default cluster.local.
+	ClusterDomain string
+	// Controllers are the ingress controllers; default [Controllers].
+	Controllers []cluster.IngressController
+	// CRDDirs are further CRDs the control plane installs at start.
+	CRDDirs []string
+}
+
+// StartWith starts the cluster cfg for t: [Start] with the cluster's
+// domain, controllers and CRDs chosen.
+func StartWith(t testing.TB, cfg Config) *Env {
+	t.Helper()
 	bin := os.Getenv(harness.EnvBin)
 	if bin == "" {
 		harness.SkipOrFail(t, "dataplane: %s is not set (make build images)", harness.EnvBin)
 	}
-	e := &Env{Distribution: distribution, bin: bin, Chart: filepath.Join(harness.RepoDir(t), "manifests", "coredns-hairpin")}
+	if cfg.Controllers == nil {
+		cfg.Controllers = Controllers
+	}
+	e := &Env{Distribution: cfg.Distribution, bin: bin, Chart: filepath.Join(harness.RepoDir(t), "manifests", "coredns-hairpin")}
 	var err error
-	if e.Corefile, err = e2e.DistributionCorefile(distribution); err != nil {
+	if e.Corefile, err = e2e.DistributionCorefile(cfg.Distribution); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.ClusterDomain != "" {
+		if e.Corefile, err = e2e.InClusterDomain(e.Corefile, cfg.ClusterDomain); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.Helm = harness.RequireHelm(t)
 	images, err := e.images(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Cluster = cluster.Start(t, cluster.Options{ProxyMode: mode, Images: images, GatewayAPI: harness.GatewayStandard})
+	e.Cluster = cluster.Start(t, cluster.Options{ProxyMode: cfg.Mode, Name: cfg.Name, ClusterDomain: cfg.ClusterDomain,
+		Images: images, GatewayAPI: harness.GatewayStandard, CRDDirs: cfg.CRDDirs})
 	e.Helm = e.Helm.WithKubeconfig(e.CP.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := e.InstallKubeDNS(ctx, cluster.KubeDNSOptions{Image: e.CoreDNSImage(), Corefile: e.Corefile}); err != nil {
 		t.Fatal(err)
 	}
-	for _, ic := range Controllers {
+	for _, ic := range cfg.Controllers {
 		if err := e.InstallIngressController(ctx, ic); err != nil {
 			t.Fatal(err)
 		}

@@ -35,6 +35,31 @@ func DistributionCorefile(name string) (string, error) {
 	return string(b), nil
 }
 
+// InClusterDomain renders a distribution's Corefile for the cluster domain
+// domain, as the distribution renders it for a cluster created with that
+// domain: the fixtures are rendered with cluster.local, and every
+// occurrence of it outside a comment is the domain (Talos: the kubernetes
+// plugin's zone and the cache's `disable success|denial`).
+func InClusterDomain(corefile, domain string) (string, error) {
+	lines := strings.SplitAfter(corefile, "\n")
+	n := 0
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		n += strings.Count(l, defaultClusterDomain)
+		lines[i] = strings.ReplaceAll(l, defaultClusterDomain, domain)
+	}
+	if n == 0 {
+		return "", fmt.Errorf("distribution Corefile: no %s to render for the cluster domain %s", defaultClusterDomain, domain)
+	}
+	return strings.Join(lines, ""), nil
+}
+
+// defaultClusterDomain is the cluster domain the fixtures are rendered
+// with.
+const defaultClusterDomain = "cluster.local"
+
 // LocalEnv is where a distribution's Corefile runs in the test instead of in
 // a cluster.
 type LocalEnv struct {

@@ -45,3 +45,30 @@ func TestLocalCorefileRefusesAFixtureItCannotPointAtLoopback(t *testing.T) {
 		t.Fatalf("error %v, want one naming the missing health directive", err)
 	}
 }
+
+// TestInClusterDomain: Talos's Corefile rendered for cozy.local serves that
+// domain wherever Talos writes it, and a Corefile with no cluster domain to
+// render is an error that says so.
+func TestInClusterDomain(t *testing.T) {
+	src, err := DistributionCorefile("talos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := InClusterDomain(src, "cozy.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kubernetes cozy.local in-addr.arpa ip6.arpa {", "disable success cozy.local\n", "disable denial cozy.local\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Talos's Corefile for cozy.local lacks %q:\n%s", want, got)
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !strings.HasPrefix(l, "#") && strings.Contains(l, "cluster.local") {
+			t.Errorf("Talos's Corefile for cozy.local still has %q", l)
+		}
+	}
+	if _, err := InClusterDomain(".:53 {\n    forward . /etc/resolv.conf\n}\n", "cozy.local"); err == nil || !strings.Contains(err.Error(), "cluster.local") {
+		t.Errorf("a Corefile without a cluster domain: err %v; want one naming cluster.local", err)
+	}
+}

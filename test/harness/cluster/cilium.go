@@ -21,9 +21,12 @@ import (
 // CiliumMode is the dataplane mode in which Cilium replaces kube-proxy.
 const CiliumMode = "cilium"
 
+// CiliumVersion is the Cilium that test/tools/cilium builds.
+const CiliumVersion = "v1.19.5"
+
 // CiliumImage is the image of the kube-system/cilium DaemonSet that the
-// harness records: the Cilium that test/tools/cilium builds.
-const CiliumImage = "quay.io/cilium/cilium:v1.19.5"
+// harness records: [CiliumVersion]'s.
+const CiliumImage = "quay.io/cilium/cilium:" + CiliumVersion
 
 // ciliumHealthz is the agent's health endpoint in the node, which the
 // chart's readiness probe asks.

@@ -40,6 +40,15 @@ type Options struct {
 	PublicNames map[string]netip.Addr
 	// GatewayAPI installs that channel's Gateway API CRDs (see harness).
 	GatewayAPI string
+	// CRDDirs are further CRD folders the control plane installs at start.
+	CRDDirs []string
+	// ClusterDomain is the cluster's DNS domain, kubelet's
+	// --cluster-domain: the Pods' search path. Default: [ClusterDomain].
+	// The kube-dns Corefile must serve it ([KubeDNSOptions]).
+	ClusterDomain string
+	// Name tells this cluster's namespaces apart from those of other
+	// clusters of the same process. Default: ProxyMode.
+	Name string
 }
 
 // Cluster is a running single-node cluster with a real dataplane.
@@ -85,6 +94,12 @@ func Start(t testing.TB, opts Options) *Cluster {
 	for _, b := range bins {
 		harness.RequireExecutable(t, filepath.Join(opts.AssetsDir, b))
 	}
+	if opts.ClusterDomain == "" {
+		opts.ClusterDomain = ClusterDomain
+	}
+	if opts.Name == "" {
+		opts.Name = opts.ProxyMode
+	}
 	c := &Cluster{opts: opts, dir: t.TempDir()}
 	if opts.ProxyMode == CiliumMode {
 		var err error
@@ -113,7 +128,7 @@ func (c *Cluster) dataplane() string {
 
 func (c *Cluster) start(t testing.TB) error {
 	var err error
-	if c.topo, err = newTopology(c.opts.ProxyMode); err != nil {
+	if c.topo, err = newTopology(c.opts.Name); err != nil {
 		return err
 	}
 	c.NodeNS, c.Outside = c.topo.node, c.topo.outside
@@ -124,7 +139,7 @@ func (c *Cluster) start(t testing.TB) error {
 			t.Errorf("cluster: %v", err)
 		}
 	})
-	var crds []string
+	crds := append([]string{}, c.opts.CRDDirs...)
 	if c.ciliumDir != "" {
 		crds = append(crds, filepath.Join(c.ciliumDir, "share", "crds"))
 	}
@@ -172,7 +187,7 @@ func (c *Cluster) start(t testing.TB) error {
 		PodCIDR:        PodCIDR,
 		CNI:            cni,
 		ClusterDNS:     DNSIP,
-		ClusterDomain:  ClusterDomain,
+		ClusterDomain:  c.opts.ClusterDomain,
 		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",
 		// The kubelet API, for `kubectl logs` and `kubectl run --rm -i`
 		// through the apiserver, as the docs run them.
@@ -255,16 +270,18 @@ func (c *Cluster) LoadBalancerLog() string { return c.lb.Log() }
 
 // OutsideExchange sends one DNS query from outside.
 func (c *Cluster) OutsideExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
-	return exchange(ctx, c.topo.outside, server, name, qtype)
+	return Exchange(ctx, c.topo.outside, server, name, qtype)
 }
 
 // NodeExchange sends one DNS query from inside the node, e.g. to one
 // CoreDNS Pod's address, with no Pod or process in between.
 func (c *Cluster) NodeExchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, error) {
-	return exchange(ctx, c.topo.node, server, name, qtype)
+	return Exchange(ctx, c.topo.node, server, name, qtype)
 }
 
-func exchange(ctx context.Context, ns *netns.NS, server, name string, qtype uint16) (*dns.Msg, error) {
+// Exchange sends one DNS query from inside ns (a Pod's, say: see
+// node.Node.PodNetwork), with a 2 s timeout.
+func Exchange(ctx context.Context, ns *netns.NS, server, name string, qtype uint16) (*dns.Msg, error) {
 	var r *dns.Msg
 	err := ns.Do(func() error {
 		m := new(dns.Msg)

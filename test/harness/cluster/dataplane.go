@@ -128,3 +128,32 @@ func (c *Cluster) AttachedBPFPrograms() ([]string, error) {
 	sort.Strings(names)
 	return names, nil
 }
+
+// CiliumPolicyEnforcement returns what cilium-agent enforces on the
+// endpoint of Pod namespace/name (its API's GET /v1/endpoint, the realized
+// policy's policy-enabled): "ingress", "egress", "both" or "none"; an
+// error outside the cilium mode or when the agent has no such endpoint.
+func (c *Cluster) CiliumPolicyEnforcement(ctx context.Context, namespace, name string) (string, error) {
+	var endpoints []struct {
+		Status struct {
+			ExternalIdentifiers struct {
+				Namespace string `json:"k8s-namespace"`
+				Pod       string `json:"k8s-pod-name"`
+			} `json:"external-identifiers"`
+			Policy struct {
+				Realized struct {
+					Enabled string `json:"policy-enabled"`
+				} `json:"realized"`
+			} `json:"policy"`
+		} `json:"status"`
+	}
+	if err := c.ciliumAPI(ctx, "/v1/endpoint", &endpoints); err != nil {
+		return "", err
+	}
+	for _, ep := range endpoints {
+		if id := ep.Status.ExternalIdentifiers; id.Namespace == namespace && id.Pod == name {
+			return ep.Status.Policy.Realized.Enabled, nil
+		}
+	}
+	return "", fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
+}

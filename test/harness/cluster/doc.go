@@ -28,7 +28,9 @@
 //     left attached is detached explicitly;
 //   - outside: a network namespace for the world beyond the node: the public
 //     DNS, and the load balancer itself, HAProxy with `send-proxy` on each
-//     LoadBalancer IP in front of the Service's NodePorts;
+//     LoadBalancer IP in front of the Service's NodePorts, and on each
+//     spec.externalIPs address from the pool in front of that address on
+//     the node (Cozystack's publishing.externalIPs);
 //   - a LoadBalancer IP allocator that writes Service status the way MetalLB
 //     or Cilium LB-IPAM do (ipMode VIP), so kube-proxy or Cilium
 //     short-circuits those addresses inside the node: the very bug hairpin

@@ -36,12 +36,30 @@ type IngressController struct {
 	Namespace, Class string
 	// Hosts are the Ingress hosts it serves (one Ingress each).
 	Hosts []string
-	// LBIP is the LoadBalancer IP it asks for (from LBPool).
+	// LBIP is the LoadBalancer IP it asks for (from LBPool), or with
+	// ExternalIP its Service's externalIP.
 	LBIP netip.Addr
+	// Name is the controller's Service, Deployment and ConfigMap, as
+	// ingress-nginx names them from its fullname (Cozystack's
+	// root-ingress-controller); default [ControllerService].
+	Name string
+	// ExternalIP exposes it as Cozystack's publishing.externalIPs does: a
+	// ClusterIP Service with spec.externalIPs [LBIP], no LoadBalancer, and
+	// LBIP an address of the node's own (those are the nodes' addresses).
+	ExternalIP bool
 }
 
-// Service is the name of the controller's Service, as ingress-nginx names it.
+// ControllerService is the name of the controller's Service, as
+// ingress-nginx names it by default.
 const ControllerService = "ingress-nginx-controller"
+
+// Service is the name of ic's Service (and Deployment and ConfigMap).
+func (ic IngressController) Service() string {
+	if ic.Name != "" {
+		return ic.Name
+	}
+	return ControllerService
+}
 
 // InstallIngressController creates ic's objects and Ingresses, points each
 // host at its LoadBalancer IP in the public DNS, and waits until the
@@ -74,7 +92,7 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 			// What ingress-nginx reads; the Pods' nginx.conf below is what it
 			// renders from it.
 			_, err := cs.CoreV1().ConfigMaps(ic.Namespace).Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Name: ControllerService, Namespace: ic.Namespace, Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Name: ic.Service(), Namespace: ic.Namespace, Labels: labels},
 				Data:       map[string]string{"use-proxy-protocol": "true"},
 			}, metav1.CreateOptions{})
 			return err
@@ -99,18 +117,7 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 			return err
 		},
 		func() error {
-			_, err := cs.CoreV1().Services(ic.Namespace).Create(ctx, &corev1.Service{
-				ObjectMeta: metav1.ObjectMeta{Name: ControllerService, Namespace: ic.Namespace, Labels: labels,
-					Annotations: map[string]string{LBIPsAnnotation: ic.LBIP.String()}},
-				Spec: corev1.ServiceSpec{
-					Type:     corev1.ServiceTypeLoadBalancer,
-					Selector: labels,
-					Ports: []corev1.ServicePort{
-						{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
-						{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("https")},
-					},
-				},
-			}, metav1.CreateOptions{})
+			_, err := cs.CoreV1().Services(ic.Namespace).Create(ctx, controllerService(ic, labels), metav1.CreateOptions{})
 			return err
 		},
 	}
@@ -120,16 +127,21 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 			return err
 		}, func() error { return c.SetPublicName(h, ic.LBIP) })
 	}
+	if ic.ExternalIP {
+		objects = append(objects, func() error { return c.NodeNS.AddAddr("eth0", netip.PrefixFrom(ic.LBIP, 32)) })
+	}
 	for _, create := range objects {
 		if err := create(); err != nil {
 			return fmt.Errorf("cluster: ingress controller %s: %w", ic.Namespace, err)
 		}
 	}
-	if err := c.WaitDeployment(ctx, ic.Namespace, ControllerService); err != nil {
+	if err := c.WaitDeployment(ctx, ic.Namespace, ic.Service()); err != nil {
 		return err
 	}
-	if _, err := c.LoadBalancerIP(ctx, ic.Namespace, ControllerService); err != nil {
-		return err
+	if !ic.ExternalIP {
+		if _, err := c.LoadBalancerIP(ctx, ic.Namespace, ic.Service()); err != nil {
+			return err
+		}
 	}
 	// HAProxy fronts it once the load balancer has synced.
 	return harness.Poll(ctx, func(ctx context.Context) error {
@@ -154,6 +166,28 @@ func (c *Cluster) ErrorLog(ctx context.Context, ic IngressController) (string, e
 	return errors, err
 }
 
+// controllerService is ic's Service: a LoadBalancer asking for LBIP, or
+// with ExternalIP a ClusterIP Service with the externalIP LBIP.
+func controllerService(ic IngressController, labels map[string]string) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ic.Service(), Namespace: ic.Namespace, Labels: labels},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: labels,
+			Ports: []corev1.ServicePort{
+				{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("http")},
+				{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("https")},
+			},
+		},
+	}
+	if ic.ExternalIP {
+		svc.Spec.Type, svc.Spec.ExternalIPs = corev1.ServiceTypeClusterIP, []string{ic.LBIP.String()}
+	} else {
+		svc.Annotations = map[string]string{LBIPsAnnotation: ic.LBIP.String()}
+	}
+	return svc
+}
+
 func hostIngress(ic IngressController, host string) *networkingv1.Ingress {
 	pathType := networkingv1.PathTypePrefix
 	return &networkingv1.Ingress{
@@ -175,7 +209,7 @@ func hostIngress(ic IngressController, host string) *networkingv1.Ingress {
 // --controller-class) to anyone inspecting the cluster.
 func ingressNginxDeployment(ic IngressController, labels map[string]string, controllerClass string) *appsv1.Deployment {
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: ControllerService, Namespace: ic.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: ic.Service(), Namespace: ic.Namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(1)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -187,11 +221,11 @@ func ingressNginxDeployment(ic IngressController, labels map[string]string, cont
 						Image:   NginxImage,
 						Command: []string{"/bin/sh", "-c", "exec /usr/sbin/nginx -c /etc/ingress-nginx/nginx.conf -e stderr", "/nginx-ingress-controller"},
 						Args: []string{
-							"--publish-service=$(POD_NAMESPACE)/" + ControllerService,
+							"--publish-service=$(POD_NAMESPACE)/" + ic.Service(),
 							"--election-id=ingress-nginx-leader",
 							"--controller-class=" + controllerClass,
 							"--ingress-class=" + ic.Class,
-							"--configmap=$(POD_NAMESPACE)/" + ControllerService,
+							"--configmap=$(POD_NAMESPACE)/" + ic.Service(),
 						},
 						Env: []corev1.EnvVar{
 							{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},

@@ -34,7 +34,8 @@ var HAProxy = "/usr/sbin/haproxy"
 // and Cilium LB-IPAM do; outside, HAProxy listens on that address and sends
 // each connection, with a PROXY header (`send-proxy`), to the Service's
 // NodePort on the node. An ipMode someone else wrote (a cloud controller's
-// Proxy) is kept.
+// Proxy) is kept. A Service's spec.externalIPs from LBPool get a frontend
+// too, in front of the node's externalIP itself ([externalIPFrontends]).
 type loadBalancer struct {
 	t       testing.TB
 	client  kubernetes.Interface
@@ -43,6 +44,7 @@ type loadBalancer struct {
 
 	mu      sync.Mutex
 	bound   map[netip.Addr]bool // addresses on outside's loopback
+	edge    *edge               // routes HAProxy's connections to externalIPs
 	config  string              // the running HAProxy configuration
 	haproxy *harness.Process
 	wake    chan struct{}
@@ -52,7 +54,7 @@ type loadBalancer struct {
 
 func startLoadBalancer(t testing.TB, client kubernetes.Interface, outside *netns.NS, dir string) (*loadBalancer, error) {
 	harness.RequireExecutable(t, HAProxy)
-	lb := &loadBalancer{t: t, client: client, outside: outside, dir: dir, bound: map[netip.Addr]bool{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	lb := &loadBalancer{t: t, client: client, outside: outside, dir: dir, bound: map[netip.Addr]bool{}, edge: &edge{outside: outside}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	lb.stop = cancel
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -99,6 +101,12 @@ func (lb *loadBalancer) sync(ctx context.Context, list []*corev1.Service) error 
 	used := map[netip.Addr]bool{}
 	var lbs []*corev1.Service
 	for _, svc := range list {
+		// An externalIP is no LoadBalancer IP to hand out.
+		for _, s := range svc.Spec.ExternalIPs {
+			if a, err := netip.ParseAddr(s); err == nil {
+				used[a] = true
+			}
+		}
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
@@ -122,10 +130,11 @@ func (lb *loadBalancer) sync(ctx context.Context, list []*corev1.Service) error 
 			if p.Protocol != corev1.ProtocolTCP || p.NodePort == 0 {
 				continue
 			}
-			frontends = append(frontends, frontend{name: svc.Namespace + "_" + svc.Name + "_" + fmt.Sprint(p.Port), ip: ip, port: p.Port, nodePort: p.NodePort})
+			frontends = append(frontends, frontend{name: svc.Namespace + "_" + svc.Name + "_" + fmt.Sprint(p.Port), ip: ip, port: p.Port,
+				backend: netip.AddrPortFrom(NodeIP, uint16(p.NodePort))})
 		}
 	}
-	return lb.configure(frontends)
+	return lb.configure(append(frontends, externalIPFrontends(list)...))
 }
 
 // address returns the Service's LoadBalancer IP: the one it has, the one it
@@ -172,12 +181,17 @@ func (lb *loadBalancer) writeStatus(ctx context.Context, svc *corev1.Service, ip
 	return nil
 }
 
-// frontend is one LoadBalancer address and port in front of a NodePort.
+// frontend is one public address and port in front of the node: a
+// LoadBalancer IP in front of its NodePort, or an externalIP in front of
+// itself on the node (see [externalIPFrontends]).
 type frontend struct {
-	name     string
-	ip       netip.Addr
-	port     int32
-	nodePort int32
+	name    string
+	ip      netip.Addr
+	port    int32
+	backend netip.AddrPort
+	// external: ip is a Service's externalIP, which outside routes to the
+	// node for HAProxy's own connections ([edge]).
+	external bool
 }
 
 // configure binds the frontends' addresses outside and restarts HAProxy
@@ -186,6 +200,11 @@ func (lb *loadBalancer) configure(frontends []frontend) error {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	for _, f := range frontends {
+		if f.external {
+			if err := lb.edge.route(f.ip); err != nil {
+				return err
+			}
+		}
 		if lb.bound[f.ip] {
 			continue
 		}
@@ -229,7 +248,8 @@ func (lb *loadBalancer) configure(frontends []frontend) error {
 }
 
 // haproxyConfig is HAProxy in TCP mode with one frontend per address and
-// port, each sending PROXY v1 to the node's NodePort.
+// port, each sending PROXY v1 to its backend on the node: a NodePort, or
+// an externalIP itself, dialled from OutsideIP (the source [edge] routes).
 func haproxyConfig(frontends []frontend) string {
 	var b strings.Builder
 	b.WriteString("# Written by the coredns-hairpin test cluster: the load balancer in front of the node.\n")
@@ -239,7 +259,11 @@ func haproxyConfig(frontends []frontend) string {
 	sort.Slice(frontends, func(i, j int) bool { return frontends[i].name < frontends[j].name })
 	for _, f := range frontends {
 		fmt.Fprintf(&b, "\nfrontend %s\n    bind %s\n    default_backend %s\n", f.name, netip.AddrPortFrom(f.ip, uint16(f.port)), f.name)
-		fmt.Fprintf(&b, "backend %s\n    server node %s send-proxy\n", f.name, netip.AddrPortFrom(NodeIP, uint16(f.nodePort)))
+		source := ""
+		if f.external {
+			source = " source " + OutsideIP.String()
+		}
+		fmt.Fprintf(&b, "backend %s\n    server node %s send-proxy%s\n", f.name, f.backend, source)
 	}
 	return b.String()
 }

@@ -29,7 +29,8 @@ var (
 	ExternalClientIP = netip.MustParseAddr("203.0.113.100")
 )
 
-// ClusterDomain is the cluster's DNS domain.
+// ClusterDomain is the cluster's DNS domain unless [Options.ClusterDomain]
+// says otherwise.
 const ClusterDomain = "cluster.local"
 
 // NodeName is the name of the cluster's only Node.

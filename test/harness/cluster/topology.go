@@ -16,9 +16,10 @@ type topology struct {
 // newTopology creates the two namespaces: the node with NodeIP, forwarding
 // and a default route to outside; outside with the public and LoadBalancer
 // addresses on its loopback and a route back to the Pods. Their names carry
-// mode, so that the clusters of several modes (the dataplane tests' shared
-// ones) live side by side in one process.
-func newTopology(mode string) (_ *topology, err error) {
+// name (the cluster's [Options.Name]), so that several clusters (the
+// dataplane tests' shared ones, one per mode) live side by side in one
+// process.
+func newTopology(name string) (_ *topology, err error) {
 	if _, err := netns.Sweep(); err != nil {
 		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
 	}
@@ -28,10 +29,10 @@ func newTopology(mode string) (_ *topology, err error) {
 			err = errors.Join(err, tp.close())
 		}
 	}()
-	if tp.node, err = netns.New("node-" + mode); err != nil {
+	if tp.node, err = netns.New("node-" + name); err != nil {
 		return nil, err
 	}
-	if tp.outside, err = netns.New("outside-" + mode); err != nil {
+	if tp.outside, err = netns.New("outside-" + name); err != nil {
 		return nil, err
 	}
 	if err := netns.Veth(tp.node, "eth0", tp.outside, "node0"); err != nil {

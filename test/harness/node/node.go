@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
 // Node is a running node agent.
@@ -161,6 +163,22 @@ func (n *Node) PodIP(namespace, name string) (netip.Addr, bool) {
 	}
 	ip := p.podIP()
 	return ip, ip.IsValid()
+}
+
+// PodNetwork returns the network namespace of a Pod running on this node
+// (the node's own for a hostNetwork Pod): a test's sockets there are the
+// Pod's, subject to what the dataplane enforces on its veth.
+func (n *Node) PodNetwork(namespace, name string) (*netns.NS, bool) {
+	p := n.pod(namespace, name)
+	if p == nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.net == nil {
+		return nil, false
+	}
+	return p.net.ns, true
 }
 
 // pod returns the Pod namespace/name, or nil.

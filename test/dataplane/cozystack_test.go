@@ -1,0 +1,311 @@
+package dataplane_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/coredns-hairpin/hairpin/test/dataplane"
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
+)
+
+// cozyDomain is the cluster domain of Cozystack's management cluster (its
+// networking.clusterDomain default).
+const cozyDomain = "cozy.local"
+
+// cozyControllers are Cozystack's ingress controllers as its ingress
+// package names them (fullname <tenant>-ingress, the class named after the
+// namespace): the root tenant's, exposed through spec.externalIPs as
+// publishing.externalIPs exposes it, and tenant-foo's behind a
+// LoadBalancer IP. examples/cozystack-management.yaml targets exactly these.
+var cozyControllers = []cluster.IngressController{
+	{Namespace: "tenant-root", Name: "root-ingress-controller", Class: "tenant-root", Hosts: []string{"keycloak.example.org"},
+		LBIP: netip.MustParseAddr("203.0.113.20"), ExternalIP: true},
+	{Namespace: "tenant-foo", Name: "foo-ingress-controller", Class: "tenant-foo", Hosts: []string{"shop.foo.example.org"},
+		LBIP: netip.MustParseAddr("203.0.113.21")},
+}
+
+// TestCozystackManagementCluster is the fix on Cozystack's management
+// cluster as it ships: Cilium as kube-proxy replacement, Talos's stock
+// Corefile, the cluster domain cozy.local, the root ingress exposed
+// through spec.externalIPs, and the chart installed with
+// examples/cozystack-management.yaml as written (ServiceMonitor and
+// PrometheusRule on, over prometheus-operator's CRDs), its NetworkPolicy
+// enforced by Cilium. The domain is a property of the cluster from its
+// start (kubelet's --cluster-domain, every Pod's search path), so the
+// story runs on a cluster of its own rather than the shared cilium one;
+// its one subtest is named after the mode, as every dataplane story's.
+func TestCozystackManagementCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: a whole cluster")
+	}
+	if !slices.Contains(cluster.ProxyModes, cluster.CiliumMode) {
+		t.Skipf("the cilium mode is opt-in: %s=1 (make test-cilium)", cluster.EnvCilium)
+	}
+	t.Run(cluster.CiliumMode, cozystackStory)
+}
+
+func cozystackStory(t *testing.T) {
+	start := time.Now()
+	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
+	e := dataplane.StartWith(t, dataplane.Config{
+		Mode: cluster.CiliumMode, Name: "cozy", Distribution: "talos", ClusterDomain: cozyDomain,
+		Controllers: cozyControllers, CRDDirs: []string{dataplane.MonitoringCRDs(t)},
+	})
+	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	root, foo := cozyControllers[0], cozyControllers[1]
+	step := func(name string, fn func(t *testing.T)) {
+		if !t.Run(name, fn) {
+			t.FailNow()
+		}
+	}
+
+	step("TheClusterIsCozystacks", func(t *testing.T) {
+		procs, err := e.NodeProcesses()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(procs, "cilium-agent") || slices.Contains(procs, "kube-proxy") {
+			t.Fatalf("the node runs %v; want cilium-agent and no kube-proxy", procs)
+		}
+		// Pods search cozy.local, and Talos's Corefile serves it.
+		conf, _, err := e.Node.Exec(ctx, "default", dataplane.ClientPod, "client", "cat", "/etc/resolv.conf")
+		if want := "search default.svc.cozy.local svc.cozy.local cozy.local"; err != nil || !strings.Contains(conf, want) {
+			t.Errorf("the client pod's resolv.conf %q (%v); want %q", conf, err, want)
+		}
+		if !strings.Contains(e.Corefile, "kubernetes cozy.local in-addr.arpa ip6.arpa {") || !strings.Contains(e.Corefile, "log . {\n        class error\n    }") {
+			t.Errorf("kube-dns does not run Talos's Corefile for cozy.local:\n%s", e.Corefile)
+		}
+		if got, err := e.Resolve(ctx, "kubernetes.default"); err != nil || len(got) != 1 || got[0] != cluster.KubernetesIP {
+			t.Errorf("kubernetes.default from the client pod resolves to %v (%v); want %s (kubernetes.default.svc.cozy.local)", got, err, cluster.KubernetesIP)
+		}
+		svc, err := e.CP.Clientset.CoreV1().Services(root.Namespace).Get(ctx, root.Service(), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if svc.Spec.Type != "ClusterIP" || !slices.Equal(svc.Spec.ExternalIPs, []string{root.LBIP.String()}) {
+			t.Errorf("%s/%s is %s with externalIPs %v; want ClusterIP with [%s]", root.Namespace, root.Service(), svc.Spec.Type, svc.Spec.ExternalIPs, root.LBIP)
+		}
+		// Cilium programs the externalIP as a frontend, as it does the
+		// LoadBalancer IP.
+		if err := waitFrontends(ctx, e, []netip.Addr{root.LBIP, foo.LBIP}, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	step("BrokenWithoutHairpin", func(t *testing.T) {
+		brokenWithoutHairpin(ctx, t, e, cozyControllers)
+		// The externalIP is short-circuited where a LoadBalancer IP is:
+		// per packet on a Pod's veth, at connect in the node.
+		backends, err := controllerPodIPs(ctx, e, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ext := netip.AddrPortFrom(root.LBIP, 80)
+		if peer, err := e.ConnectedPeer(ctx, dataplane.ClientPod, ext); err != nil || peer != ext {
+			t.Errorf("the client pod's socket to %s has the peer %v (%v); want %s itself (translated per packet)", ext, peer, err, ext)
+		}
+		if peer, err := e.ConnectedPeer(ctx, dataplane.HostClientPod, ext); err != nil || !slices.Contains(backends, peer.Addr()) {
+			t.Errorf("the hostNetwork client's socket to %s has the peer %v (%v); want a controller pod %v (translated at connect)", ext, peer, err, backends)
+		}
+	})
+
+	step("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {
+		checkFailsNamingEveryController(ctx, t, e, cluster.CiliumMode, cozyControllers)
+	})
+
+	step("InstallTheCozystackExample", func(t *testing.T) {
+		// As written: the test cluster has Cozystack's names (namespaces,
+		// Services, classes, pod labels, CoreDNS's ServiceAccount), and
+		// the example's zones are its hosts'.
+		values, err := os.ReadFile(filepath.Join(e.Chart, "examples", "cozystack-management.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.InstallValues(ctx, t, string(values)); err != nil {
+			t.Fatalf("helm install -f examples/cozystack-management.yaml: %v\n%s", err, out)
+		}
+		for _, kind := range monitoringKinds {
+			if n, err := countObjects(ctx, e, kind); err != nil || n == 0 {
+				t.Errorf("%s in %s: %d (%v); the example turns it on", kind.Resource, dataplane.TargetNamespace, n, err)
+			}
+		}
+		if _, err := e.CP.Clientset.NetworkingV1().NetworkPolicies(dataplane.TargetNamespace).Get(ctx, "hairpin-proxy", metav1.GetOptions{}); err != nil {
+			t.Errorf("the chart's NetworkPolicy: %v", err)
+		}
+	})
+
+	step("FixedEachHostReachesItsOwnController", func(t *testing.T) {
+		fixedEachHostReachesItsOwnController(ctx, t, e, cozyControllers)
+	})
+
+	step("CiliumEnforcesTheChartsNetworkPolicy", func(t *testing.T) {
+		enforced(ctx, t, e, root)
+	})
+
+	step("CheckPassesAfterInstall", func(t *testing.T) {
+		checkNamesTheDataplane(t, checkPassesAfterInstall(ctx, t, e), cluster.CiliumMode, cozyControllers)
+	})
+
+	step("UninstallRestoresThePublicAnswersAndLeavesNothing", func(t *testing.T) {
+		uninstallRestoresThePublicAnswers(ctx, t, e, cozyControllers)
+		for _, kind := range monitoringKinds {
+			if n, err := countObjects(ctx, e, kind); err != nil || n != 0 {
+				t.Errorf("%s left in %s: %d (%v)", kind.Resource, dataplane.TargetNamespace, n, err)
+			}
+		}
+	})
+}
+
+// enforced shows that Cilium enforces the chart's NetworkPolicy on every
+// proxy Pod, in both directions, with the Pods' own sockets: what it
+// admits passes (the hairpin request, DNS from kube-dns, the controller's
+// ports) and what it does not is dropped (the policy's deny is a drop, so
+// a refused connection times out rather than being reset), while the same
+// connections from the client Pod, which no policy selects, pass.
+func enforced(ctx context.Context, t *testing.T, e *dataplane.Env, ic cluster.IngressController) {
+	t.Helper()
+	// The agent's mode, as the chart Cozystack installs it with leaves it:
+	// a NetworkPolicy that selects an endpoint is enforced on it.
+	cm, err := e.CP.Clientset.CoreV1().ConfigMaps("kube-system").Get(ctx, "cilium-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode, k8s := cm.Data["enable-policy"], cm.Data["enable-k8s-networkpolicy"]; mode != "default" || k8s != "true" {
+		t.Fatalf("cilium-config has enable-policy %q and enable-k8s-networkpolicy %q; want default and true", mode, k8s)
+	}
+	pods, err := e.CP.Clientset.CoreV1().Pods(dataplane.TargetNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=proxy"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("proxy pods: %d, %v", len(pods.Items), err)
+	}
+	client, ok := e.Node.PodNetwork("default", dataplane.ClientPod)
+	if !ok {
+		t.Fatal("the client pod has no network namespace")
+	}
+	backends, err := controllerPodIPs(ctx, e, ic)
+	if err != nil || len(backends) == 0 {
+		t.Fatalf("%s's controller pods: %v, %v", ic.Namespace, backends, err)
+	}
+	admitted := netip.AddrPortFrom(backends[0], 80)       // a port of the policy's egress rule
+	notAdmitted := netip.AddrPortFrom(backends[0], 10254) // the controller's health port: not in it
+	upstream := ic.Service() + "." + ic.Namespace + ".svc." + cozyDomain
+	for _, p := range pods.Items {
+		t.Run(p.Name, func(t *testing.T) {
+			if got, err := e.CiliumPolicyEnforcement(ctx, p.Namespace, p.Name); err != nil || got != "both" {
+				t.Errorf("cilium-agent enforces %q on %s (%v); want both (ingress and egress)", got, p.Name, err)
+			}
+			proxy, ok := e.Node.PodNetwork(p.Namespace, p.Name)
+			if !ok {
+				t.Fatalf("%s has no network namespace", p.Name)
+			}
+			ip, _ := netip.ParseAddr(p.Status.PodIP)
+			// Egress: to the controller's Pod on the policy's port, not on
+			// another; the client Pod reaches both.
+			if err := dial(ctx, proxy, admitted); err != nil {
+				t.Errorf("%s to %s (admitted): %v", p.Name, admitted, err)
+			}
+			if err := dial(ctx, proxy, notAdmitted); !isTimeout(err) {
+				t.Errorf("%s to %s (not admitted): %v; want it dropped (a timeout)", p.Name, notAdmitted, err)
+			}
+			if err := dial(ctx, client, notAdmitted); err != nil {
+				t.Errorf("the client pod to %s: %v; nothing restricts it", notAdmitted, err)
+			}
+			// DNS: kube-dns answers the proxy's own upstream name; the
+			// public DNS, which the policy does not admit, never hears it.
+			kubeDNS := netip.AddrPortFrom(cluster.DNSIP, 53).String()
+			if r, err := cluster.Exchange(ctx, proxy, kubeDNS, upstream, dns.TypeA); err != nil || len(harness.ARecords(r)) != 1 {
+				t.Errorf("%s asks kube-dns for %s: %v, %v; want its ClusterIP", p.Name, upstream, r, err)
+			}
+			public := netip.AddrPortFrom(cluster.PublicDNSIP, 53).String()
+			if _, err := cluster.Exchange(ctx, proxy, public, ic.Hosts[0], dns.TypeA); !isTimeout(err) {
+				t.Errorf("%s asks the public DNS %s: %v; want it dropped (a timeout)", p.Name, public, err)
+			}
+			if _, err := cluster.Exchange(ctx, client, public, ic.Hosts[0], dns.TypeA); err != nil {
+				t.Errorf("the client pod asks the public DNS %s: %v; nothing restricts it", public, err)
+			}
+			// Ingress: a port of the proxy Pod that the policy does not
+			// open refuses the client Pod, which the route ports admit.
+			l, err := proxy.Listen("tcp", ":7070")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			if err := dial(ctx, proxy, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), 7070)); err != nil {
+				t.Errorf("the listener on :7070 in %s: %v", p.Name, err)
+			}
+			if err := dial(ctx, client, netip.AddrPortFrom(ip, 7070)); !isTimeout(err) {
+				t.Errorf("the client pod to %s:7070 (not admitted): %v; want it dropped (a timeout)", ip, err)
+			}
+			if err := dial(ctx, client, netip.AddrPortFrom(ip, 8080)); err != nil {
+				t.Errorf("the client pod to %s:8080 (a route port): %v", ip, err)
+			}
+		})
+	}
+}
+
+// dropWait is how long a connection may take before it counts as dropped
+// (a DNS query gets cluster.Exchange's 2 s): far above anything a Pod on
+// this node answers in.
+const dropWait = 3 * time.Second
+
+// dial connects from ns to addr and closes the connection.
+func dial(ctx context.Context, ns *netns.NS, addr netip.AddrPort) error {
+	ctx, cancel := context.WithTimeout(ctx, dropWait)
+	defer cancel()
+	c, err := ns.DialContext(ctx, "tcp", addr.String())
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// isTimeout reports whether err is a timeout: what a dropped packet gives,
+// where a closed port gives a reset.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// monitoringKinds are the prometheus-operator objects the example turns on.
+var monitoringKinds = []schema.GroupVersionResource{
+	{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"},
+	{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"},
+}
+
+// countObjects counts the objects of kind in the targets namespace.
+func countObjects(ctx context.Context, e *dataplane.Env, kind schema.GroupVersionResource) (int, error) {
+	dc, err := dynamic.NewForConfig(e.CP.Config)
+	if err != nil {
+		return 0, err
+	}
+	list, err := dc.Resource(kind).Namespace(dataplane.TargetNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	return len(list.Items), nil
+}

@@ -1,0 +1,172 @@
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/dataplane"
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
+)
+
+// The steps that the stories on different clusters tell alike, each for
+// the cluster's controllers ics.
+
+// brokenWithoutHairpin: each host resolves to its public address, an
+// outside client gets through the load balancer, the client Pods (with
+// their own network namespace and in the node's) do not, and the
+// controller logs "broken header".
+func brokenWithoutHairpin(ctx context.Context, t *testing.T, e *dataplane.Env, ics []cluster.IngressController) {
+	t.Helper()
+	for _, ic := range ics {
+		host := ic.Hosts[0]
+		if err := e.WaitResolves(ctx, host, ic.LBIP); err != nil {
+			t.Fatalf("the cluster DNS must give the public answer first: %v", err)
+		}
+		// From the internet, through HAProxy's send-proxy, it works;
+		// once it does, the dataplane has the controller's endpoints.
+		body, err := e.WaitServedFromOutside(ctx, ic, host)
+		if err != nil || !strings.Contains(body, "client="+cluster.ExternalClientIP.String()) {
+			t.Fatalf("outside client through the load balancer: %q, %v", body, err)
+		}
+		for _, pod := range []string{dataplane.ClientPod, dataplane.HostClientPod} {
+			out, err := e.CurlFrom(ctx, pod, "http://"+host+"/")
+			if err == nil {
+				t.Fatalf("the %s pod reached %s through the short-circuited %s; want the controller to drop the headerless connection; got %q", pod, host, ic.LBIP, out)
+			}
+		}
+		if err := harness.Poll(ctx, func(ctx context.Context) error {
+			log, err := e.ErrorLog(ctx, ic)
+			if err != nil || !strings.Contains(log, "broken header") {
+				return fmt.Errorf("no broken header in %s's log yet (%v)", ic.Namespace, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkFailsNamingEveryController: before the install the check fails,
+// names every controller's class, and names the dataplane as it is.
+func checkFailsNamingEveryController(ctx context.Context, t *testing.T, e *dataplane.Env, mode string, ics []cluster.IngressController) {
+	t.Helper()
+	r := check(ctx, t, e)
+	if r.Exit != 1 {
+		t.Errorf("kubectl hairpin check exited %d before the install; want 1\n%s", r.Exit, r.Table)
+	}
+	fails := r.Failed("ingress-class-target")
+	for _, ic := range ics {
+		if !dataplane.Mentions(fails, ic.Class) {
+			t.Errorf("no failed ingress-class-target names class %s: %+v\n%s", ic.Class, fails, r.Table)
+		}
+	}
+	checkNamesTheDataplane(t, r, mode, ics)
+}
+
+// checkNamesTheDataplane fails t unless the check's report names mode's
+// dataplane as it really is (Cilium with its version, as kube-proxy
+// replacement, read from cilium-config and the agent's DaemonSet; else
+// kube-proxy), and says for each of ics that it short-circuits its
+// address (an externalIP, or a LoadBalancer IP of ipMode VIP).
+func checkNamesTheDataplane(t *testing.T, r *dataplane.CheckReport, mode string, ics []cluster.IngressController) {
+	t.Helper()
+	dp, who := "the Service dataplane is kube-proxy v", "kube-proxy short-circuits"
+	if mode == cluster.CiliumMode {
+		dp, who = "the Service dataplane is Cilium "+cluster.CiliumVersion+" as kube-proxy replacement", "Cilium (kube-proxy replacement) short-circuits"
+	}
+	if ok := r.Passed("dataplane"); len(ok) != 1 || !strings.HasPrefix(ok[0].Message, dp) || !strings.Contains(r.Table, dp) {
+		t.Errorf("the check's dataplane line: %+v; want it to start %q\n%s", ok, dp, r.Table)
+	}
+	for _, ic := range ics {
+		how := "(ipMode: VIP)" // as MetalLB writes it
+		if ic.ExternalIP {
+			how = "(externalIPs)"
+		}
+		want := fmt.Sprintf("%s %s/%s %s %s", who, ic.Namespace, ic.Service(), ic.LBIP, how)
+		if !dataplane.Mentions(r.Passed("lb-status"), want) || !strings.Contains(r.Table, want) {
+			t.Errorf("no lb-status line says %q\n%s", want, r.Table)
+		}
+	}
+}
+
+// fixedEachHostReachesItsOwnController: after the install every kube-dns
+// replica answers each host with its target, and the client Pods reach the
+// host's own controller, never the other one, with the PROXY header
+// naming the client.
+func fixedEachHostReachesItsOwnController(ctx context.Context, t *testing.T, e *dataplane.Env, ics []cluster.IngressController) {
+	t.Helper()
+	for i, ic := range ics {
+		other := ics[(i+1)%len(ics)]
+		host := ic.Hosts[0]
+		target, err := e.TargetIP(ctx, ic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := e.WaitResolves(ctx, host, target); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s answered with its target %s by every kube-dns replica %s after the install", host, target, time.Since(start).Round(time.Millisecond))
+		for _, scheme := range []string{"http", "https"} {
+			body, err := e.WaitCurl(ctx, scheme+"://"+host+"/")
+			if err != nil {
+				t.Fatalf("%s through the target: %v", scheme, err)
+			}
+			want := fmt.Sprintf("client=%s controller=%s", e.ClientIP(), ic.Namespace)
+			if !strings.Contains(body, want) {
+				t.Fatalf("%s://%s answered %q; want it to contain %q", scheme, host, body, want)
+			}
+		}
+		// From the node too: the socket-LB path of Cilium is fixed
+		// as well (the controller answers only with a PROXY header).
+		body, err := e.WaitCurlFrom(ctx, dataplane.HostClientPod, "http://"+host+"/")
+		if err != nil || !strings.Contains(body, "controller="+ic.Namespace) {
+			t.Fatalf("http://%s from the hostNetwork client: %q, %v; want controller=%s", host, body, err, ic.Namespace)
+		}
+		if _, err := e.WaitRequest(ctx, ic, host, e.ClientIP()); err != nil {
+			t.Errorf("no request from the client pod: %v", err)
+		}
+		if reqs, _ := e.Requests(ctx, other, host); len(reqs) > 0 {
+			t.Errorf("%s's host reached the other controller %s: %+v", host, other.Namespace, reqs)
+		}
+	}
+}
+
+// checkPassesAfterInstall waits until the check passes, as CoreDNS's
+// metrics follow the install within its watch events, and returns it.
+func checkPassesAfterInstall(ctx context.Context, t *testing.T, e *dataplane.Env) *dataplane.CheckReport {
+	t.Helper()
+	var r *dataplane.CheckReport
+	if err := harness.Poll(ctx, func(ctx context.Context) error {
+		r = check(ctx, t, e)
+		if r.Exit != 0 {
+			return fmt.Errorf("exit %d", r.Exit)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("kubectl hairpin check after the install: %v\n%s", err, r.Table)
+	}
+	return r
+}
+
+// uninstallRestoresThePublicAnswers uninstalls the chart, waits until each
+// host resolves to its public address again, and until nothing of the
+// chart is left.
+func uninstallRestoresThePublicAnswers(ctx context.Context, t *testing.T, e *dataplane.Env, ics []cluster.IngressController) {
+	t.Helper()
+	if out, err := e.Uninstall(ctx); err != nil {
+		t.Fatalf("helm uninstall: %v\n%s", err, out)
+	}
+	for _, ic := range ics {
+		if err := e.WaitResolves(ctx, ic.Hosts[0], ic.LBIP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.WaitNothingLeft(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
