@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -36,9 +35,7 @@ func TestIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration: needs a real control plane")
 	}
-	// The kubernetes Service's endpoint is the apiserver's own loopback
-	// address, as a node's address is in a cluster: reachable.
-	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{AdvertiseAddress: netip.MustParseAddr("127.0.0.1")})
+	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
 	it := &integration{t: t, cp: cp, kube: cp.Clientset}
 	it.run("SyncThenAnswer", it.syncThenAnswer)
 	it.run("CreateUpdateDeleteReflected", it.createUpdateDelete)
@@ -48,7 +45,6 @@ func TestIntegration(t *testing.T) {
 	it.run("NoGatewayCRDsReadyOnIngressAloneThenCRDsPickedUp", it.gatewayCRDsLate)
 	it.run("GatewayRoutesAttachAndReparent", it.gatewayRoutes)
 	it.run("APIServerDownServesLastKnownThenCatchesUp", it.apiserverRestart)
-	it.run("APIServerBackBehindARefusingServiceAddress", it.apiserverBackBehindRefusingService)
 	it.run("TargetsAppearChangeAndGoLive", it.targetsLive)
 	it.run("DirectTargetsFollowTheirNamedService", it.directTargets)
 	it.run("GatewayRBACMissingIngressHostsStillServed", it.gatewayForbidden)

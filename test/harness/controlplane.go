@@ -191,6 +191,12 @@ func StartControlPlane(opts ControlPlaneOptions) (_ *ControlPlane, retErr error)
 	flags.Set("service-cluster-ip-range", serviceCIDR.String())
 	if opts.AdvertiseAddress.IsValid() {
 		flags.Set("advertise-address", opts.AdvertiseAddress.String())
+	} else {
+		// Outside a namespace of the test's own, the apiserver would name
+		// the machine's own address as the kubernetes Service's endpoint,
+		// and a client that goes around that Service (the plugin after an
+		// outage) would dial it: no endpoints at all.
+		flags.Set("endpoint-reconciler-type", "none")
 	}
 	if len(opts.ServingIPs) > 0 {
 		if err := cp.servingCert(apiserver, certDir, opts); err != nil {

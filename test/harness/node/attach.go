@@ -11,15 +11,14 @@ import (
 // attachHandler connects a client to a container's own standard streams,
 // as kubelet does for `kubectl attach` and `kubectl run -i`: the client's
 // stdin goes to the container's stdin pipe (stdin: true; closed when the
-// client's ends, with stdinOnce), and the container's stdout and stderr
-// come back on the client's until the process has ended.
+// client's ends, with stdinOnce), and what the container writes to stdout
+// and stderr from the attach on comes back on the client's, until the
+// process has ended.
 //
-// Unlike kubelet, it sends the instance's output from its start: kubectl
-// run -i attaches only once the Pod is Running and Ready, and a command as
-// quick as dig has printed by then, or has ended (kubectl then reads the
-// logs only if it saw the Pod completed first). So an attach shows the
-// whole output of the latest instance, running or just ended, exactly
-// once, whichever way the race went.
+// As kubelet's, an attach shows only what is written after it: kubectl
+// run -i prints the logs written before it attaches itself, so a quick
+// command's output (dig's) is printed once, from the logs, and an attach
+// to an instance that has already ended returns at once with nothing.
 func (n *Node) attachHandler(ctx context.Context, namespace, pod, container string, aio api.AttachIO) error {
 	c, err := n.container(namespace, pod, container)
 	if err != nil {
@@ -38,7 +37,7 @@ func (n *Node) attachHandler(ctx context.Context, namespace, pod, container stri
 		go proc.feed(in, c.spec.StdinOnce)
 	}
 	// A stream the client did not ask for is a nil interface: dropped.
-	return proc.out.copyTo(ctx, aio.Stdout(), aio.Stderr())
+	return proc.out.copyTo(ctx, proc.out.length(), aio.Stdout(), aio.Stderr())
 }
 
 // feed copies an attached client's stdin to the process's stdin pipe;

@@ -19,9 +19,11 @@ var deletedLine = regexp.MustCompile(`(?m)^pod "[^"]+" deleted.*\n`)
 
 // testKubectlRunAttaches runs `kubectl run --rm -i --restart=Never` as the
 // docs do, through the apiserver and the node's kubelet API: kubectl
-// prints the command's output, each stream on its own, exactly once
-// whether the command is still running when kubectl attaches or has
-// already ended, exits with the command's exit code, and deletes the Pod.
+// prints what the command wrote before the attach from the logs (on its
+// stdout, as with kubelet), then what it writes after it, each stream on
+// its own, every line exactly once whether the command is still running
+// when kubectl attaches or has already ended; it exits with the command's
+// exit code and deletes the Pod.
 func testKubectlRunAttaches(t *testing.T, f *fixture) {
 	kubectl := harness.RequireKubectl(t)
 	ns := f.namespace(t, "attach")
@@ -31,8 +33,8 @@ func testKubectlRunAttaches(t *testing.T, f *fixture) {
 		wantCode            int
 	}{
 		{
-			name:    "OutputBeforeAndAfterTheAttachEachOnItsStream",
-			script:  "echo early; echo warning >&2; sleep 2; echo late",
+			name:    "OutputBeforeTheAttachOnceAndAfterItOnItsStream",
+			script:  "echo early; sleep 2; echo late; echo warning >&2",
 			wantOut: "early\nlate\n", wantErr: "warning\n",
 		},
 		{

@@ -163,11 +163,19 @@ func (o *output) spanAt(off int64) (stream int, end int64) {
 
 func (r *outputReader) Close() error { return r.f.Close() }
 
-// copyTo writes the output from its start to the writer of the stream
-// that wrote it (stdout or stderr; a nil writer drops its stream) until the
-// output has ended, the context is done or a writer fails.
-func (o *output) copyTo(ctx context.Context, out, errOut io.Writer) error {
-	r, err := o.reader(0)
+// length is how much the instance has written so far.
+func (o *output) length() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.size
+}
+
+// copyTo writes the output from off, a length of the log, to the writer of
+// the stream that wrote it (stdout or stderr; a nil writer drops its
+// stream) until the output has ended, the context is done or a writer
+// fails.
+func (o *output) copyTo(ctx context.Context, off int64, out, errOut io.Writer) error {
+	r, err := o.reader(off)
 	if err != nil {
 		return err
 	}

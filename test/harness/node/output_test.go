@@ -54,24 +54,28 @@ func writeOutput(t *testing.T, ws []write, at func(o *output, i int)) *output {
 	return o
 }
 
-func TestOutputHandsEachStreamItsOwnBytesOnceWheneverTheAttachComes(t *testing.T) {
+func TestOutputHandsAnAttachWhatIsWrittenAfterItOnItsOwnStream(t *testing.T) {
 	writes := []write{{stdout, "one\n"}, {stdout, "two\n"}, {stderr, "oops\n"}, {stdout, "three"}, {stderr, "bye\n"}}
-	const log, wantOut, wantErr = "one\ntwo\noops\nthreebye\n", "one\ntwo\nthree", "oops\nbye\n"
+	const log = "one\ntwo\noops\nthreebye\n"
 	for _, tc := range []struct {
 		name string
 		// attachAt is the write before which the attach comes;
 		// len(writes)+1 is after the output has ended.
-		attachAt int
+		attachAt         int
+		wantOut, wantErr string
 	}{
-		{"BeforeTheFirstWrite", 0},
-		{"BetweenTheStreams", 2},
-		{"AfterTheLastWriteBeforeTheEnd", len(writes)},
-		{"AfterTheEnd", len(writes) + 1},
+		{"BeforeTheFirstWriteGetsEverything", 0, "one\ntwo\nthree", "oops\nbye\n"},
+		{"BetweenTheStreamsGetsTheRest", 2, "three", "oops\nbye\n"},
+		{"AfterTheLastWriteGetsNothing", len(writes), "", ""},
+		{"AfterTheEndReturnsAtOnce", len(writes) + 1, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			done := make(chan error, 1)
-			attach := func(o *output) { go func() { done <- o.copyTo(context.Background(), &out, &errOut) }() }
+			attach := func(o *output) {
+				off := o.length()
+				go func() { done <- o.copyTo(context.Background(), off, &out, &errOut) }()
+			}
 			o := writeOutput(t, writes, func(o *output, i int) {
 				if i == tc.attachAt {
 					attach(o)
@@ -89,8 +93,8 @@ func TestOutputHandsEachStreamItsOwnBytesOnceWheneverTheAttachComes(t *testing.T
 			case <-time.After(5 * time.Second):
 				t.Fatal("the attach did not end with the output")
 			}
-			if out.String() != wantOut || errOut.String() != wantErr {
-				t.Errorf("stdout %q, stderr %q; want %q, %q", out.String(), errOut.String(), wantOut, wantErr)
+			if out.String() != tc.wantOut || errOut.String() != tc.wantErr {
+				t.Errorf("stdout %q, stderr %q; want %q, %q", out.String(), errOut.String(), tc.wantOut, tc.wantErr)
 			}
 			b, err := os.ReadFile(o.path)
 			if err != nil || string(b) != log {
