@@ -54,7 +54,7 @@ func TestCozystackManagementCluster(t *testing.T) {
 		t.Skip("end to end: a whole cluster")
 	}
 	if !slices.Contains(cluster.ProxyModes, cluster.CiliumMode) {
-		t.Skipf("the cilium mode is opt-in: %s=1 (make test-cilium)", cluster.EnvCilium)
+		t.Skipf("the cilium mode is left out: %s=0", cluster.EnvCilium)
 	}
 	t.Run(cluster.CiliumMode, cozystackStory)
 }
