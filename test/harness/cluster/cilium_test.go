@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"slices"
@@ -62,14 +63,23 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		if !PodCIDR.Contains(ip) {
 			t.Errorf("cilium-cni gave the pod %s, outside the node's podCIDR %s", ip, PodCIDR)
 		}
-		progs, err := c.AttachedBPFPrograms()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{"cil_from_container", "cil_sock4_connect"} {
-			if !slices.Contains(progs, p) {
-				t.Errorf("no %s attached; attached: %v", p, progs)
+		// The agent attaches the Pod's programs once it has compiled
+		// them for the new endpoint, after cilium-cni has returned.
+		var progs []string
+		want := []string{"cil_from_container", "cil_sock4_connect"}
+		if err := harness.Poll(ctx, func(context.Context) error {
+			var err error
+			if progs, err = c.AttachedBPFPrograms(); err != nil {
+				return err
 			}
+			for _, p := range want {
+				if !slices.Contains(progs, p) {
+					return fmt.Errorf("no %s attached", p)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("%v; attached: %v", err, progs)
 		}
 		// The agent dies; teardown must still take what it attached.
 		_ = c.cilium.agent.StopTimeout(0)
