@@ -154,7 +154,7 @@ var checkCases = []checkCase{
 		find[*core.Service](t, c, "hairpin-system", "ingress-nginx").Annotations[rules.ZonesAnnotation] = "."
 	}},
 
-	{id: idTargetAddress, name: "ClusterIP", want: OK, contains: "target hairpin-system/tenant-gw answers with 127.77.1.2"},
+	{id: idTargetAddress, name: "ClusterIP", want: OK, contains: "target hairpin-system/tenant-gw answers with 127.77.0.102"},
 	{id: idTargetAddress, name: "Headless", want: Fail, contains: "has no ClusterIP", change: func(t *testing.T, c *cluster) {
 		find[*core.Service](t, c, "hairpin-system", "tenant-gw").Spec.ClusterIP = core.ClusterIPNone
 	}},
@@ -190,7 +190,7 @@ var checkCases = []checkCase{
 
 	{id: idHostsConflicts, name: "NoConflict", want: OK, contains: "no object is selected by several targets"},
 	{id: idHostsConflicts, name: "TwoTargetsSelectOneIngress", want: Warn, contains: "ingress/default/app is selected by several targets; hairpin-system/ingress-nginx answers", change: func(t *testing.T, c *cluster) {
-		c.addTarget("catch-all", "127.77.1.3", map[string]string{rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "*"}, namedPort("http", 80, "8090"))
+		c.addTarget("catch-all", "127.77.0.103", map[string]string{rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "*"}, namedPort("http", 80, "8090"))
 	}},
 
 	{id: idNodeLocalDNS, name: "NotInstalled", want: OK, contains: "node-local-dns is not installed"},

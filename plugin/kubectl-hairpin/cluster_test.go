@@ -59,6 +59,11 @@ const (
 //     ipMode: Proxy, so it needs no target;
 //   - two targets in hairpin-system, each with two ready proxy pods whose
 //     routes are up.
+//
+// Fixed ClusterIPs sit in the range's lower band (127.77.0.0/24 of the
+// harness's /16), which the apiserver hands out dynamically only when the
+// rest is full (KEP-3070); one in the upper part could already be taken by
+// a Service created before it with an empty clusterIP, as CI once saw.
 func healthyCluster() *cluster {
 	c := &cluster{metrics: map[string]string{}}
 	dnsLabels := map[string]string{"k8s-app": "kube-dns"}
@@ -117,10 +122,10 @@ func healthyCluster() *cluster {
 		ngf,
 	)
 
-	c.addTarget("ingress-nginx", "127.77.1.1", map[string]string{
+	c.addTarget("ingress-nginx", "127.77.0.101", map[string]string{
 		rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "nginx",
 	}, namedPort("http", 80, "8080"), namedPort("https", 443, "8443"))
-	c.addTarget("tenant-gw", "127.77.1.2", map[string]string{
+	c.addTarget("tenant-gw", "127.77.0.102", map[string]string{
 		rules.ZonesAnnotation: "tenant.org", rules.GatewaysAnnotation: "tenant/gw",
 	}, namedPort("http", 80, "8081"))
 	proxyLabels := map[string]string{"app.kubernetes.io/name": "hairpin-proxy", "app.kubernetes.io/instance": "hairpin"}

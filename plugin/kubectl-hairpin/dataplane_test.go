@@ -54,11 +54,11 @@ func exposeByExternalIPs(t *testing.T, c *cluster) {
 // a direct target in front of NGINX Gateway Fabric's Gateway web/edge,
 // which requires PROXY.
 func addDirectTargets(t *testing.T, c *cluster) {
-	find[*core.Service](t, c, "web", "edge-ngf").Spec.ClusterIP = "127.77.2.2"
+	find[*core.Service](t, c, "web", "edge-ngf").Spec.ClusterIP = "127.77.0.202"
 	for _, ip := range []string{corednsA, corednsB} {
 		c.metrics[ip+":9153"] = strings.Replace(c.metrics[ip+":9153"], `state="serving"} 2`, `state="serving"} 4`, 1)
 	}
-	public := service("gateways", "cilium-gateway-public", nil, "127.77.2.1", port("http", 80, 80))
+	public := service("gateways", "cilium-gateway-public", nil, "127.77.0.201", port("http", 80, 80))
 	public.Spec.Type = core.ServiceTypeLoadBalancer
 	public.Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{IP: "203.0.113.60"}}
 	c.add(
@@ -146,7 +146,7 @@ func init() {
 			find[*gw.GatewayClass](t, c, "", "ngf").Spec.ParametersRef = nil
 			attachNginxProxy(t, c, "ProxyProtocol")
 		}},
-		checkCase{id: idTargetAddress, name: "DirectTargetAnswersWithItsService", want: OK, contains: "target hairpin-system/public answers with gateways/cilium-gateway-public (no PROXY): 127.77.2.1", change: addDirectTargets},
+		checkCase{id: idTargetAddress, name: "DirectTargetAnswersWithItsService", want: OK, contains: "target hairpin-system/public answers with gateways/cilium-gateway-public (no PROXY): 127.77.0.201", change: addDirectTargets},
 		checkCase{id: idTargetAddress, name: "DirectServiceMissing", want: Fail, contains: "answers with gateways/cilium-gateway-public (no PROXY), which does not exist", change: func(t *testing.T, c *cluster) {
 			addDirectTargets(t, c)
 			c.remove("gateways", "cilium-gateway-public")

@@ -15,10 +15,12 @@ import (
 // and stderr from the attach on comes back on the client's, until the
 // process has ended.
 //
-// As kubelet's, an attach shows only what is written after it: kubectl
-// run -i prints the logs written before it attaches itself, so a quick
-// command's output (dig's) is printed once, from the logs, and an attach
-// to an instance that has already ended returns at once with nothing.
+// As kubelet's, an attach shows what is written after it, or after the
+// logs kubectl run -i printed just before it ([output.attachFrom]), so a
+// quick command's output (dig's) is printed exactly once, whether it was
+// written before those logs, between them and the attach, or after; an
+// attach to an instance that has ended returns once it has handed that
+// over.
 func (n *Node) attachHandler(ctx context.Context, namespace, pod, container string, aio api.AttachIO) error {
 	c, err := n.container(namespace, pod, container)
 	if err != nil {
@@ -37,7 +39,7 @@ func (n *Node) attachHandler(ctx context.Context, namespace, pod, container stri
 		go proc.feed(in, c.spec.StdinOnce)
 	}
 	// A stream the client did not ask for is a nil interface: dropped.
-	return proc.out.copyTo(ctx, proc.out.length(), aio.Stdout(), aio.Stderr())
+	return proc.out.copyTo(ctx, proc.out.attachFrom(), aio.Stdout(), aio.Stderr())
 }
 
 // feed copies an attached client's stdin to the process's stdin pipe;

@@ -89,7 +89,11 @@ func (n *Node) logsHandler(ctx context.Context, namespace, pod, container string
 	c.mu.Lock()
 	proc := c.recent
 	c.mu.Unlock()
-	if !opts.Follow || opts.Previous || proc == nil || proc.out.path != path {
+	current := proc != nil && proc.out.path == path
+	if !opts.Follow || opts.Previous || !current {
+		if current && opts.Tail <= 0 && opts.LimitBytes <= 0 {
+			proc.out.noteShown(size)
+		}
 		return io.NopCloser(bytes.NewReader(b)), nil
 	}
 	// The log only grows: the follower goes on from what was read.

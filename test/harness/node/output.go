@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"time"
 )
 
 // Streams of a container's output, numbered as its descriptors.
@@ -28,9 +29,13 @@ type output struct {
 	mu    sync.Mutex
 	spans []span // in file order; adjacent writes of one stream share a span
 	size  int64
-	open  int           // pipes not yet at EOF
-	grew  chan struct{} // closed (and replaced) when size grows or the output ends
-	done  chan struct{} // closed when both pipes are drained
+	// shown and shownAt: how much of the log a client read last, and
+	// when (see [output.attachFrom]).
+	shown   int64
+	shownAt time.Time
+	open    int           // pipes not yet at EOF
+	grew    chan struct{} // closed (and replaced) when size grows or the output ends
+	done    chan struct{} // closed when both pipes are drained
 }
 
 // span is the bytes of the log up to end written by one stream.
@@ -167,6 +172,35 @@ func (r *outputReader) Close() error { return r.f.Close() }
 func (o *output) length() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return o.size
+}
+
+// preAttachWindow is how long after a read of the whole log an attach
+// goes on from where that read ended: kubectl run -i reads the logs (with
+// a 5 s timeout) right before it attaches.
+const preAttachWindow = 5 * time.Second
+
+// noteShown records that a client has just been shown the log up to size.
+func (o *output) noteShown(size int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.shown, o.shownAt = size, time.Now()
+}
+
+// attachFrom is where an attach starts in the log. As kubelet's, it hands
+// over only what is written after it, except right after a read of the
+// whole log: then it goes on from where that read ended. kubectl run -i
+// prints the logs before it attaches; with kubelet, what is written in
+// between is lost (rarely: a real Pod's command seldom ends within that
+// moment), and when the command has ended by the attach, kubectl falls
+// back to logs since a time (which this node does not keep). Here quick
+// commands (dig) end in that moment often, so the pair is made seamless.
+func (o *output) attachFrom() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.shownAt.IsZero() && time.Since(o.shownAt) < preAttachWindow && o.shown <= o.size {
+		return o.shown
+	}
 	return o.size
 }
 

@@ -54,29 +54,37 @@ func writeOutput(t *testing.T, ws []write, at func(o *output, i int)) *output {
 	return o
 }
 
-func TestOutputHandsAnAttachWhatIsWrittenAfterItOnItsOwnStream(t *testing.T) {
+func TestOutputHandsAnAttachWhatIsWrittenAfterItOrAfterTheLogReadJustBeforeOnItsOwnStream(t *testing.T) {
 	writes := []write{{stdout, "one\n"}, {stdout, "two\n"}, {stderr, "oops\n"}, {stdout, "three"}, {stderr, "bye\n"}}
 	const log = "one\ntwo\noops\nthreebye\n"
 	for _, tc := range []struct {
 		name string
 		// attachAt is the write before which the attach comes;
 		// len(writes)+1 is after the output has ended.
-		attachAt         int
+		attachAt int
+		// shownAt is the write before which a client read the whole
+		// log (kubectl run -i's logs before its attach); -1 for none.
+		shownAt          int
 		wantOut, wantErr string
 	}{
-		{"BeforeTheFirstWriteGetsEverything", 0, "one\ntwo\nthree", "oops\nbye\n"},
-		{"BetweenTheStreamsGetsTheRest", 2, "three", "oops\nbye\n"},
-		{"AfterTheLastWriteGetsNothing", len(writes), "", ""},
-		{"AfterTheEndReturnsAtOnce", len(writes) + 1, "", ""},
+		{"BeforeTheFirstWriteGetsEverything", 0, -1, "one\ntwo\nthree", "oops\nbye\n"},
+		{"BetweenTheStreamsGetsTheRest", 2, -1, "three", "oops\nbye\n"},
+		{"AfterTheLastWriteGetsNothing", len(writes), -1, "", ""},
+		{"AfterTheEndReturnsAtOnce", len(writes) + 1, -1, "", ""},
+		{"RightAfterALogReadGoesOnFromIt", len(writes), 2, "three", "oops\nbye\n"},
+		{"AfterTheEndRightAfterALogReadGetsWhatTheReadMissed", len(writes) + 1, 1, "two\nthree", "oops\nbye\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			done := make(chan error, 1)
 			attach := func(o *output) {
-				off := o.length()
+				off := o.attachFrom()
 				go func() { done <- o.copyTo(context.Background(), off, &out, &errOut) }()
 			}
 			o := writeOutput(t, writes, func(o *output, i int) {
+				if i == tc.shownAt {
+					o.noteShown(o.length())
+				}
 				if i == tc.attachAt {
 					attach(o)
 				}
