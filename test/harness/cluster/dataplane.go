@@ -68,7 +68,45 @@ func (c *Cluster) CiliumFrontends(ctx context.Context) ([]netip.AddrPort, error)
 	return out, nil
 }
 
-// ciliumAPI GETs path from the agent's API socket into v.
+// CiliumActiveBackends returns, per Service ("namespace/name"), how many
+// active backends (those chosen for new connections) its ClusterIP
+// frontend has in cilium-agent's BPF maps: the agent's frontends table
+// (GET /statedb/dump/frontends), counting only frontends whose
+// reconciliation into the maps is done. That is the moment a Service's
+// endpoints are ready for a client on this dataplane, as kube-proxy's sync
+// is on the others. An error outside the cilium mode.
+func (c *Cluster) CiliumActiveBackends(ctx context.Context) (map[string]int, error) {
+	var dump struct {
+		Frontends []struct {
+			Type        string
+			ServiceName string
+			Status      struct {
+				Kind string `json:"kind"`
+			}
+			Backends []struct {
+				State int // 0 is active
+			}
+		} `json:"frontends"`
+	}
+	if err := c.ciliumAPI(ctx, "/statedb/dump/frontends", &dump); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, fe := range dump.Frontends {
+		if fe.Type != "ClusterIP" || fe.Status.Kind != "Done" {
+			continue
+		}
+		for _, b := range fe.Backends {
+			if b.State == 0 {
+				out[fe.ServiceName]++
+			}
+		}
+	}
+	return out, nil
+}
+
+// ciliumAPI GETs path (/v1/service, say) from the agent's API socket
+// into v.
 func (c *Cluster) ciliumAPI(ctx context.Context, path string, v any) error {
 	if c.cilium == nil {
 		return fmt.Errorf("cluster: the %s dataplane has no cilium-agent", c.opts.ProxyMode)
@@ -80,7 +118,7 @@ func (c *Cluster) ciliumAPI(ctx context.Context, path string, v any) error {
 			return d.DialContext(ctx, "unix", sock)
 		},
 	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cilium/v1"+strings.TrimPrefix(path, "/v1"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cilium"+path, nil)
 	if err != nil {
 		return err
 	}
