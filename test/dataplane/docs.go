@@ -248,14 +248,18 @@ func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 	switch {
 	case err == nil:
 	case isCheck(words):
+		// Right after an install the check is right to fail for a while,
+		// and the pages say so: the proxy's Pods are not Ready yet, and
+		// CoreDNS's informers, refused until the chart's RBAC existed,
+		// retry with client-go's backoff of up to 30 s.
 		out, err = d.retry(ctx, command, 5*time.Second, 60*time.Second, nil)
 	case slices.Contains(words, "dig") && len(words) > 2 && words[1] == "run":
 		// A Service created with the Deployment that rollout status has
 		// just seen ready may not be in kube-proxy's rules yet (its sync
 		// follows the EndpointSlice by up to its min sync period, 1 s):
 		// dig, without an answer (refused), exits 9. A user typing the
-		// next line is slower; a wrong answer still fails at once.
-		// kubectl run --rm deleted the Pod; the next run needs its name.
+		// next line is slower; a wrong answer still fails at once. Each
+		// try waits until the Pod the last one's --rm deleted is gone.
 		out, err = d.retry(ctx, command, time.Second, 20*time.Second, func(ctx context.Context) error {
 			return d.waitPodGone(ctx, words[2])
 		})
@@ -273,12 +277,8 @@ func isCheck(words []string) bool {
 }
 
 // retry runs a command that failed again, every interval for up to
-// limit, until it succeeds; before each try, before (if not nil) readies
-// the cluster for it. Right after an install a `kubectl hairpin
-// check` is right to fail for a while, and the pages say so: the proxy's
-// Pods are not Ready yet, and CoreDNS's informers, refused until the
-// chart's RBAC existed, retry with client-go's backoff of up to 30 s. A
-// command that still fails after that fails the page.
+// limit, until it succeeds; before, if not nil, readies the cluster for
+// each try. A command that still fails after that fails the page.
 func (d *DocsRun) retry(ctx context.Context, command string, interval, limit time.Duration, before func(context.Context) error) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

@@ -2,7 +2,6 @@ package dataplane_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -250,21 +249,19 @@ func (r *lifecycleRun) install() {
 	syncedAt := readyAt
 	if programmed != nil {
 		syncedAt = programmed.wait(r.t, "cilium-agent's active backends for every target")
-	}
-	r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
-		if r.mode == cluster.CiliumMode {
+	} else {
+		r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
+			at, err := r.e.KubeProxySyncedAt(ctx)
+			if err != nil {
+				return err
+			}
+			if !at.After(readyAt) {
+				return fmt.Errorf("kube-proxy last synced %s before the endpoints were ready", readyAt.Sub(at))
+			}
+			syncedAt = at
 			return nil
-		}
-		at, err := r.e.KubeProxySyncedAt(ctx)
-		if err != nil {
-			return err
-		}
-		if !at.After(readyAt) {
-			return fmt.Errorf("kube-proxy last synced %s before the endpoints were ready", readyAt.Sub(at))
-		}
-		syncedAt = at
-		return nil
-	}), "kube-proxy's sync of the targets' endpoints")
+		}), "kube-proxy's sync of the targets' endpoints")
+	}
 	r.t.Logf("install: after the install began, the ClusterRoleBinding was ADDED at %s, every target had a ready endpoint at %s, the dataplane had it at %s",
 		crbAt.Sub(op.from).Round(time.Millisecond), readyAt.Sub(op.from).Round(time.Millisecond), syncedAt.Sub(op.from).Round(time.Millisecond))
 	public, target := maps.Clone(r.public), maps.Clone(r.target)
@@ -592,18 +589,11 @@ func (f *firstEvent) wait(t *testing.T, what string) time.Time {
 	return time.Time{}
 }
 
-// pollFirst polls done every interval until it is true.
-func pollFirst(ctx context.Context, interval time.Duration, done func(context.Context) (bool, error)) *firstEvent {
+// pollFirst polls probe every interval until it passes.
+func pollFirst(ctx context.Context, interval time.Duration, probe harness.Probe) *firstEvent {
 	f := &firstEvent{at: make(chan time.Time, 1), errc: make(chan error, 1)}
 	go func() {
-		err := harness.PollEvery(ctx, interval, func(ctx context.Context) error {
-			ok, err := done(ctx)
-			if err == nil && !ok {
-				err = errNotYet
-			}
-			return err
-		})
-		if err != nil {
+		if err := harness.PollEvery(ctx, interval, probe); err != nil {
 			f.errc <- err
 			return
 		}
@@ -612,22 +602,20 @@ func pollFirst(ctx context.Context, interval time.Duration, done func(context.Co
 	return f
 }
 
-var errNotYet = errors.New("not yet")
-
-// ciliumServes is true once cilium-agent has an active backend for every
+// ciliumServes passes once cilium-agent has an active backend for every
 // target's ClusterIP.
-func ciliumServes(e *dataplane.Env, targets []dataplane.Target) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
+func ciliumServes(e *dataplane.Env, targets []dataplane.Target) harness.Probe {
+	return func(ctx context.Context) error {
 		active, err := e.CiliumActiveBackends(ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, t := range targets {
-			if active[dataplane.TargetNamespace+"/"+t.Name] == 0 {
-				return false, nil
+			if name := dataplane.TargetNamespace + "/" + t.Name; active[name] == 0 {
+				return fmt.Errorf("cilium-agent has no active backend for %s yet", name)
 			}
 		}
-		return true, nil
+		return nil
 	}
 }
 
