@@ -313,7 +313,7 @@ func (cp *ControlPlane) StopAPIServer() error {
 	if err := Poll(ctx, processReaped(pid)); err != nil {
 		return fmt.Errorf("stop kube-apiserver (pid %d): %w", pid, err)
 	}
-	if err := s.Stop(); err != nil {
+	if err := stopReaped(ctx, s.Stop); err != nil {
 		return fmt.Errorf("stop kube-apiserver: %w", err)
 	}
 	closed := TCPClosedProbe(cp.Host())
@@ -357,6 +357,25 @@ func findProcess(path, arg string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no running %s with %s", path, arg)
+}
+
+// stopReaped runs envtest's Stop for a process that has already been
+// reaped. envtest's goroutine notes the exit only after its Wait has
+// reaped the process, so a Stop in between still signals the process group
+// and gets ESRCH (seen under load, on Cilium's node); it is retried until
+// envtest has caught up. Any other error is returned at once.
+func stopReaped(ctx context.Context, stop func() error) error {
+	for {
+		err := stop()
+		if err == nil || !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // processGone is ready once pid has exited (it may still be a zombie).
