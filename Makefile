@@ -158,8 +158,9 @@ test-cilium: deps build tools images
 	$(TEST_ENV) go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane|CozystackManagementCluster)$$/^cilium$$' ./test/dataplane/
 
-# The lifecycle test alone, in the cilium mode too (opt-in there until its
-# goals hold: HAIRPIN_LIFECYCLE_CILIUM=1).
+# The lifecycle test alone, in the cilium mode too (opt-in there,
+# HAIRPIN_LIFECYCLE_CILIUM=1: a kube-dns rollout loses a few UDP queries to
+# Cilium's per-packet balancing; see envLifecycleCilium in the test).
 test-lifecycle: deps build tools images
 	$(TEST_ENV) HAIRPIN_LIFECYCLE_CILIUM=1 go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
 
