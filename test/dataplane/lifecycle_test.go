@@ -541,8 +541,10 @@ func (r *lifecycleRun) report(results []steady.Result, end time.Time) {
 func samples(rs []steady.Result, from time.Time) string {
 	var b strings.Builder
 	for _, s := range rs {
-		fmt.Fprintf(&b, "  +%s %s %s: addr %s answers %v status %d fail %q (took %s)\n",
-			s.At.Sub(from).Round(time.Millisecond), s.Kind, s.Host, s.Addr, s.Answers, s.Status, s.Fail, s.Took.Round(time.Millisecond))
+		// The clock time too, to set a failure beside the components'
+		// logs (UTC, as they print it).
+		fmt.Fprintf(&b, "  +%s (%s) %s %s: addr %s answers %v status %d fail %q (took %s)\n",
+			s.At.Sub(from).Round(time.Millisecond), s.At.UTC().Format("15:04:05.000"), s.Kind, s.Host, s.Addr, s.Answers, s.Status, s.Fail, s.Took.Round(time.Millisecond))
 	}
 	return b.String()
 }
