@@ -28,12 +28,13 @@ import (
 
 // envLifecycleCilium adds the cilium mode to the lifecycle test. It is
 // opt-in because one goal does not hold there, for a reason outside the
-// product: a kube-dns rollout times out a few DNS queries (3 of 2,010; 26 of
-// 2,284 in a run under more load). They are sent in the moment between an
-// old CoreDNS Pod's network going (its CNI DEL) and cilium-agent dropping
-// its backend (the Pod's deletion, about 200 ms later). Socket load
-// balancing is limited to the node's own namespace here, so the client
-// Pod's queries are balanced per packet, and Cilium keeps a flow whose
+// product: the kube-dns rollouts (the adoption's and coredns-rollout's)
+// time out a few DNS queries (2 and 4 of about 2,000 in a run). Each is sent
+// in the moment between an old CoreDNS Pod's network going (its CNI DEL) and
+// cilium-agent dropping its backend (the Pod's deletion, 0.1 to 0.4 s
+// later). Socket load balancing is limited to the node's own namespace
+// here, so the client Pod's queries are balanced per packet, and Cilium
+// keeps a flow whose
 // conntrack entry names a terminating backend on that backend (bpf/lib/lb.h,
 // lb4_local: only a new TCP connection is moved); a query whose source port
 // reuses such an entry within its 60 s goes to the Pod that is gone.

@@ -35,7 +35,7 @@ func TestStopReapedWaitsForEnvtestToNoteTheExit(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := stopReaped(ctx, stop); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			if err := stopReaped(ctx, stop); !errors.Is(err, tt.want) {
 				t.Errorf("stopReaped = %v, want %v", err, tt.want)
 			}
 			if calls != tt.calls {
