@@ -323,8 +323,10 @@ func (gc *GatewayController) gatewayStatus(ctx context.Context, p gatewayPlane, 
 		reason = gw.GatewayReasonPending
 	}
 	setCondition(&st.Conditions, p.g.Generation, string(gw.GatewayConditionProgrammed), programmed, string(reason))
+	// From the copy: setCondition edits conditions in place, and p.g is
+	// the informers' cache.
 	old := map[gw.SectionName]gw.ListenerStatus{}
-	for _, l := range p.g.Status.Listeners {
+	for _, l := range st.Listeners {
 		old[l.Name] = l
 	}
 	st.Listeners = nil
@@ -370,7 +372,7 @@ func (gc *GatewayController) routeStatus(ctx context.Context, r *gw.HTTPRoute, g
 	updated := r.DeepCopy()
 	parents := []gw.RouteParentStatus{} // required, empty when no parent is ours
 	old := map[string]gw.RouteParentStatus{}
-	for _, ps := range r.Status.Parents {
+	for _, ps := range updated.Status.Parents { // a copy: r is the informers' cache
 		if ps.ControllerName != GatewayControllerName {
 			parents = append(parents, ps)
 			continue

@@ -27,7 +27,7 @@ type container struct {
 	proc     *process
 	logPath  string
 	prevLog  string
-	kill     chan string // a probe asks for a restart, with the reason
+	kill     chan restart // a failed probe or postStart hook asks for a restart
 
 	// recent is the latest instance's process, kept after it has ended:
 	// an attach that comes after a quick command's end still gets its
@@ -41,7 +41,7 @@ func newContainer(p *pod, spec corev1.Container, isInit bool) *container {
 		spec:   spec,
 		isInit: isInit,
 		state:  corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}},
-		kill:   make(chan string, 1),
+		kill:   make(chan restart, 1),
 	}
 }
 
@@ -156,7 +156,7 @@ func (c *container) runOnce() (exit int32, ran bool) {
 	c.setRunning(inst, proc)
 	c.event(corev1.EventTypeNormal, "Started", "Started container %s", c.spec.Name)
 	probes := newProbeRun(c, proc)
-	go probes.run()
+	probes.start()
 	go c.postStart()
 	reason := ""
 	select {
@@ -164,9 +164,10 @@ func (c *container) runOnce() (exit int32, ran bool) {
 	case <-c.p.ctx.Done():
 		c.event(corev1.EventTypeNormal, "Killing", "Stopping container %s", c.spec.Name)
 		c.stop(proc, c.p.stopGrace())
-	case reason = <-c.kill:
+	case req := <-c.kill:
+		reason = req.reason
 		c.event(corev1.EventTypeNormal, "Killing", "Container %s %s, will be restarted", c.spec.Name, reason)
-		c.stop(proc, c.p.n.probeGrace(c.p.object(), probes.killing))
+		c.stop(proc, c.p.n.probeGrace(c.p.object(), req.probe))
 	}
 	<-proc.done
 	probes.stop()

@@ -45,7 +45,7 @@ func (c *container) postStart() {
 	if err := c.p.n.runHook(c, c.spec.Lifecycle.PostStart, 30*time.Second); err != nil {
 		c.event(corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed: %v", err)
 		select {
-		case c.kill <- fmt.Sprintf("PostStartHook failed: %v", err):
+		case c.kill <- restart{reason: fmt.Sprintf("PostStartHook failed: %v", err)}:
 		default:
 		}
 	}

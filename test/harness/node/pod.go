@@ -90,14 +90,26 @@ func (p *pod) run() {
 	}
 	p.tearDownNetwork()
 	p.report()
-	<-p.ctx.Done() // a Pod that completed stays, with its logs, until deleted
+	p.end(reported)
+}
+
+// end waits for the Pod's stop (a Pod that completed stays, with its
+// logs, until deleted), removes its files, and deletes its API object if
+// a deletion stopped it.
+func (p *pod) end(reported <-chan struct{}) {
+	<-p.ctx.Done()
 	if err := os.RemoveAll(p.dir); err != nil {
 		p.n.cfg.logf("pod %s: %v", p.key, err)
 	}
 	close(p.done)
 	<-reported
 	p.n.forget(p)
-	if p.deleting {
+	// Under the lock: virtual-kubelet calls DeletePod again on every
+	// update of a Pod being deleted, also while this one ends.
+	p.mu.Lock()
+	deleting := p.deleting
+	p.mu.Unlock()
+	if deleting {
 		p.n.deleteObject(p)
 	}
 }

@@ -30,7 +30,15 @@ type probeRun struct {
 	readyCtx    context.Context // readiness: ends with the container
 	readyCancel context.CancelFunc
 	wg          sync.WaitGroup
-	killing     *corev1.Probe // the probe that asked for the restart
+}
+
+// restart is a request to restart the container, with its reason. The
+// failed probe travels with it (nil for a postStart hook's), for its
+// terminationGracePeriodSeconds: the postStart hook may ask at the same
+// moment, so the probe must not be a field the two share.
+type restart struct {
+	reason string
+	probe  *corev1.Probe
 }
 
 func newProbeRun(c *container, proc *process) *probeRun {
@@ -46,8 +54,14 @@ func (r *probeRun) stop() {
 	r.wg.Wait()
 }
 
-func (r *probeRun) run() {
+// start runs the probes in their own goroutine, counted before it starts
+// so that a stop right after (a process that exits at once) waits for it.
+func (r *probeRun) start() {
 	r.wg.Add(1)
+	go r.run()
+}
+
+func (r *probeRun) run() {
 	defer r.wg.Done()
 	spec := r.c.spec
 	if spec.StartupProbe != nil {
@@ -118,9 +132,8 @@ func (r *probeRun) loop(ctx context.Context, pr *corev1.Probe, kind string, resu
 		case fail >= int(threshold(pr.FailureThreshold)) && verdict != 0:
 			verdict = 0
 			if kind != "Readiness" {
-				r.killing = pr
 				select {
-				case r.c.kill <- fmt.Sprintf("%s probe failed: %v", kind, err):
+				case r.c.kill <- restart{fmt.Sprintf("%s probe failed: %v", kind, err), pr}:
 				default:
 				}
 				return false

@@ -70,7 +70,7 @@ func (pr *provider) DeletePod(_ context.Context, obj *corev1.Pod) error {
 		grace = time.Duration(*obj.Spec.TerminationGracePeriodSeconds) * time.Second
 	}
 	p.mu.Lock()
-	p.deleting = obj.DeletionTimestamp != nil
+	p.deleting = p.deleting || obj.DeletionTimestamp != nil
 	p.mu.Unlock()
 	p.terminate(grace)
 	return nil
