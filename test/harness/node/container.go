@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -157,7 +158,12 @@ func (c *container) runOnce() (exit int32, ran bool) {
 	c.event(corev1.EventTypeNormal, "Started", "Started container %s", c.spec.Name)
 	probes := newProbeRun(c, proc)
 	probes.start()
-	go c.postStart()
+	hookCtx, hookCancel := context.WithCancel(context.Background())
+	hookDone := make(chan struct{})
+	go func() {
+		defer close(hookDone)
+		c.postStart(hookCtx)
+	}()
 	reason := ""
 	select {
 	case <-proc.done:
@@ -170,6 +176,8 @@ func (c *container) runOnce() (exit int32, ran bool) {
 		c.stop(proc, c.p.n.probeGrace(c.p.object(), req.probe))
 	}
 	<-proc.done
+	hookCancel()
+	<-hookDone
 	probes.stop()
 	r := "Completed"
 	if proc.exit != 0 {

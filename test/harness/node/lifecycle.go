@@ -9,10 +9,11 @@ import (
 )
 
 // runHook runs a postStart or preStop handler as kubelet does: a command
-// in the container, an HTTP GET from the node, or a sleep, within timeout.
-func (n *Node) runHook(c *container, h *corev1.LifecycleHandler, timeout time.Duration) error {
-	// Not the Pod's context: a preStop hook runs once that has ended.
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// in the container, an HTTP GET from the node, or a sleep, within timeout
+// or until ctx ends. ctx is not the Pod's: a preStop hook runs once that
+// has ended.
+func (n *Node) runHook(ctx context.Context, c *container, h *corev1.LifecycleHandler, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
 	case h.Exec != nil:
@@ -37,12 +38,14 @@ func (n *Node) runHook(c *container, h *corev1.LifecycleHandler, timeout time.Du
 }
 
 // postStart runs the container's postStart hook, if any; a failure kills
-// the container, as kubelet does (FailedPostStartHook).
-func (c *container) postStart() {
+// the container, as kubelet does (FailedPostStartHook). ctx is the
+// instance's: once it has ended, a failure (the exec found no process) is
+// no verdict, and must not restart the next instance.
+func (c *container) postStart(ctx context.Context) {
 	if c.spec.Lifecycle == nil || c.spec.Lifecycle.PostStart == nil {
 		return
 	}
-	if err := c.p.n.runHook(c, c.spec.Lifecycle.PostStart, 30*time.Second); err != nil {
+	if err := c.p.n.runHook(ctx, c, c.spec.Lifecycle.PostStart, 30*time.Second); err != nil && ctx.Err() == nil {
 		c.event(corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed: %v", err)
 		select {
 		case c.kill <- restart{reason: fmt.Sprintf("PostStartHook failed: %v", err)}:
@@ -56,7 +59,7 @@ func (c *container) postStart() {
 func (c *container) stop(proc *process, grace time.Duration) {
 	start := time.Now()
 	if l := c.spec.Lifecycle; l != nil && l.PreStop != nil {
-		if err := c.p.n.runHook(c, l.PreStop, grace); err != nil {
+		if err := c.p.n.runHook(context.Background(), c, l.PreStop, grace); err != nil {
 			c.event(corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
 		}
 	}

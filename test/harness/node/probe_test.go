@@ -5,8 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestProbeRunStopsRightAfterItsStart stops a container's probes as soon
@@ -26,12 +24,7 @@ func TestProbeRunStopsRightAfterItsStart(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := &Node{cfg: Config{NodeName: "node-a", Client: fake.NewClientset(), Dir: t.TempDir()}, pods: map[string]*pod{}}
-			obj := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", ReadinessProbe: tc.probe}}},
-			}
-			p := newPod(n, obj)
+			_, p, _ := unitNode(t, corev1.Container{ReadinessProbe: tc.probe})
 			c := p.containers[0]
 			for range 200 {
 				probes := newProbeRun(c, &process{startedAt: time.Now(), done: make(chan struct{})})

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestDeletePodDeletesTheObjectOnceThePodEnds calls DeletePod as
@@ -30,14 +29,8 @@ func TestDeletePodDeletesTheObjectOnceThePodEnds(t *testing.T) {
 		{name: "StopThatIsNoDeletionKeepsTheObject", deletions: []*metav1.Time{nil}, wantDeleted: false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "uid-1"}}
-			client := fake.NewClientset(obj.DeepCopy())
-			n := &Node{
-				cfg:  Config{NodeName: "node-a", Client: client, Dir: t.TempDir(), MaxGracePeriod: time.Second, Logf: t.Logf},
-				pods: map[string]*pod{},
-			}
-			p := newPod(n, obj.DeepCopy())
-			n.pods[p.key] = p
+			obj := &corev1.Pod{ObjectMeta: webPodMeta}
+			n, p, client := unitNode(t, corev1.Container{}, obj)
 			reported := make(chan struct{})
 			go p.reporter(reported)
 			go p.end(reported)
