@@ -74,7 +74,7 @@ func TestStatusesFollowTheGeneration(t *testing.T) {
 				t.Fatal(err)
 			}
 			gc := &GatewayController{gw: client}
-			before := map[string]any{"gateway": g.DeepCopy(), "route": r.DeepCopy()}
+			gBefore, rBefore := g.DeepCopy(), r.DeepCopy()
 			if err := tc.write(gc); err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestStatusesFollowTheGeneration(t *testing.T) {
 			if c == nil || c.ObservedGeneration != 2 {
 				t.Errorf("Accepted after a spec change to generation 2: %+v, want observedGeneration 2", c)
 			}
-			if !equality.Semantic.DeepEqual(before["gateway"], g) || !equality.Semantic.DeepEqual(before["route"], r) {
+			if !equality.Semantic.DeepEqual(gBefore, g) || !equality.Semantic.DeepEqual(rBefore, r) {
 				t.Errorf("the controller changed the objects it read (the informers' cache)")
 			}
 		})

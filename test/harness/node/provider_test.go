@@ -33,7 +33,11 @@ func TestDeletePodDeletesTheObjectOnceThePodEnds(t *testing.T) {
 			n, p, client := unitNode(t, corev1.Container{}, obj)
 			reported := make(chan struct{})
 			go p.reporter(reported)
-			go p.end(reported)
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				p.end(reported)
+			}()
 
 			pr := &provider{n: n}
 			for i, ts := range tc.deletions {
@@ -46,19 +50,11 @@ func TestDeletePodDeletesTheObjectOnceThePodEnds(t *testing.T) {
 				}
 			}
 			select {
-			case <-p.done:
+			case <-ended: // the object's deletion, if any, has been sent
 			case <-time.After(10 * time.Second):
 				t.Fatal("the Pod did not end after DeletePod")
 			}
-			// end deletes the object after done; wait until the Pod has
-			// been forgotten and the deletion, if any, sent.
-			var err error
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				_, err = client.CoreV1().Pods("ns").Get(t.Context(), "web", metav1.GetOptions{})
-				if n.pod("ns", "web") == nil && (apierrors.IsNotFound(err) || !tc.wantDeleted) {
-					break
-				}
-			}
+			_, err := client.CoreV1().Pods("ns").Get(t.Context(), "web", metav1.GetOptions{})
 			if deleted := apierrors.IsNotFound(err); deleted != tc.wantDeleted {
 				t.Fatalf("Pod object deleted: %v (get: %v), want %v", deleted, err, tc.wantDeleted)
 			}
