@@ -41,6 +41,11 @@ $(BIN)/hairpin-proxy: $(GO_SOURCES)
 $(BIN)/kubectl-hairpin: $(GO_SOURCES)
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./plugin/kubectl-hairpin/cmd/kubectl-hairpin
 
+# The lifecycle test's and the soak's steady client: a plain binary (no
+# race detector), run in the client Pod's network namespace.
+$(BIN)/steady: $(GO_SOURCES)
+	CGO_ENABLED=0 go build -trimpath -o $@ ./test/harness/steady/cmd/steady
+
 tools: cluster-tools cilium-tools
 
 # The control plane, kube-proxy, helm and actionlint.
@@ -134,19 +139,30 @@ release: release-check images
 
 # Everything: vet, unit, integration (real kube-apiserver + etcd) and e2e
 # (our coredns and proxy, real nginx, dig, curl).
+#
+# The race detector runs where it finds races: the product's packages and
+# the harness's unit tests and node agent (RACE_PKGS). The cluster stories
+# (PLAIN_PKGS and test/dataplane) run without it: what they prove is the
+# dataplane's, our binaries in them are plain builds anyway, and the
+# detector's cost in the harness is CPU that the clusters need on 2 cores.
+# Every package is in exactly one list; `make test` fails on one that is not.
 # test/dataplane runs apart, with a timeout of its own: its stories (the
 # story, Gateway, direct targets, lifecycle, docs) share one cluster per
-# mode, and three modes of them outgrow the 30 minutes every other package
-# gets.
+# mode and outgrow the 30 minutes every other package gets.
+RACE_PKGS = ./build/... ./plugin/... ./proxy/... ./test/harness ./test/harness/hoststate ./test/harness/netns \
+	./test/harness/node/... ./test/harness/rootfs ./test/harness/steady/... ./test/harness/userns
+PLAIN_PKGS = ./test/bench ./test/demo ./test/e2e ./test/harness/cluster ./test/images ./test/manifests ./test/release
 TEST_ENV = KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_ACTIONLINT=$(ACTIONLINT) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1
 # go vet runs beside the dataplane tests, which mostly wait on their
-# clusters: on a cold machine it compiles every dependency once more
-# (without -race), minutes that would otherwise add to the run.
-test: deps build tools images
-	$(TEST_ENV) go test -race -count=1 -timeout 30m $$(go list ./... | grep -v '/test/dataplane$$')
+# clusters; by then the plain packages' tests have compiled what it reads.
+test: deps build tools images $(BIN)/steady
+	@left=$$(comm -23 <(go list ./... | sort) <(go list $(RACE_PKGS) $(PLAIN_PKGS) ./test/dataplane | sort)); \
+	if [ -n "$$left" ]; then echo "make test: packages in neither RACE_PKGS nor PLAIN_PKGS: $$left" >&2; exit 1; fi
+	$(TEST_ENV) go test -race -count=1 -timeout 30m $(RACE_PKGS)
+	$(TEST_ENV) go test -count=1 -timeout 30m $(PLAIN_PKGS)
 	@go vet ./... > $(BIN)/vet.log 2>&1 & vet=$$!; \
 	echo "go vet ./... (beside the dataplane tests; bin/vet.log)"; \
-	$(TEST_ENV) go test -race -count=1 -timeout 50m ./test/dataplane/; rc=$$?; \
+	$(TEST_ENV) go test -count=1 -timeout 50m ./test/dataplane/; rc=$$?; \
 	wait $$vet; vrc=$$?; cat $(BIN)/vet.log; \
 	if [ $$vrc -ne 0 ]; then echo "go vet failed"; fi; \
 	[ $$rc -eq 0 ] && [ $$vrc -eq 0 ]
@@ -154,14 +170,14 @@ test: deps build tools images
 
 # The Cilium parts of `make test` alone: the leave-nothing-behind check and
 # the dataplane stories' cilium subtests.
-test-cilium: deps build tools images
+test-cilium: deps build tools images $(BIN)/steady
 	$(TEST_ENV) go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane|CozystackManagementCluster)$$/^cilium$$' ./test/dataplane/
 
 # The lifecycle test alone, in the cilium mode too (opt-in there,
 # HAIRPIN_LIFECYCLE_CILIUM=1: a kube-dns rollout loses a few UDP queries to
 # Cilium's per-packet balancing; see envLifecycleCilium in the test).
-test-lifecycle: deps build tools images
+test-lifecycle: deps build tools images $(BIN)/steady
 	$(TEST_ENV) HAIRPIN_LIFECYCLE_CILIUM=1 go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
 
 # Unit tests only: no control plane, no child processes.
@@ -200,7 +216,7 @@ bench: build cluster-tools
 # (must be 0) into test/bench/results.json under soak. A later `make bench`
 # keeps them.
 SOAK ?= 30m
-soak: build tools images
+soak: build tools images $(BIN)/steady
 	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_SOAK=$(SOAK) \
 		go test -count=1 -v -run '^TestSoak$$' -timeout 4h ./test/bench/
 

@@ -32,13 +32,13 @@ func directValues() string {
 	})
 }
 
-// TestDirectTargetOnTheRealDataplane tells the direct story on every
-// dataplane mode: a Gateway that needs no PROXY header, published at a
+// TestDirectTargetOnTheRealDataplane tells the direct story on one mode of
+// each dataplane family (dataplane.FullModes): a Gateway that needs no PROXY header, published at a
 // router's public address that in-cluster clients cannot use (no NAT
 // loopback), is unreachable from a Pod until a direct target answers its
 // host with the Gateway Service's ClusterIP; no proxy stands in between.
 func TestDirectTargetOnTheRealDataplane(t *testing.T) {
-	dataplane.EachMode(t, cluster.ProxyModes, directStory)
+	dataplane.EachMode(t, dataplane.FullModes, directStory)
 }
 
 func directStory(t *testing.T, mode string, e *dataplane.Env) {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/harness"
-	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 )
 
 // The Gateway story's two Gateways, both requiring PROXY: one that its
@@ -46,12 +45,12 @@ func gatewayValues() string {
 	})
 }
 
-// TestGatewayOnTheRealDataplane tells the Gateway API story on every
-// dataplane mode: NGINX Gateway Fabric's data plane with rewriteClientIP
+// TestGatewayOnTheRealDataplane tells the Gateway API story on one mode of
+// each dataplane family (dataplane.FullModes): NGINX Gateway Fabric's data plane with rewriteClientIP
 // ProxyProtocol drops in-cluster clients until the chart's targets front
 // it, follows route and listener changes live, and uninstalls cleanly.
 func TestGatewayOnTheRealDataplane(t *testing.T) {
-	dataplane.EachMode(t, cluster.ProxyModes, gatewayStory)
+	dataplane.EachMode(t, dataplane.FullModes, gatewayStory)
 }
 
 func gatewayStory(t *testing.T, mode string, e *dataplane.Env) {

@@ -100,10 +100,13 @@ type lifecycleRun struct {
 	e      *dataplane.Env
 	ctx    context.Context
 	client *steady.Client
-	hosts  []string
-	public map[string]string // host: the controller's LoadBalancer IP
-	target map[string]string // host: its target's ClusterIP, once installed
-	ops    []*opLog
+	// keepAlive is the second steady client, on keep-alive connections:
+	// held to the same goals, and its retries reported.
+	keepAlive *steady.Client
+	hosts     []string
+	public    map[string]string // host: the controller's LoadBalancer IP
+	target    map[string]string // host: its target's ClusterIP, once installed
+	ops       []*opLog
 }
 
 func lifecycle(t *testing.T, mode string, e *dataplane.Env) {
@@ -148,7 +151,10 @@ func lifecycle(t *testing.T, mode string, e *dataplane.Env) {
 	if r.client, err = e.StartSteady(r.hosts...); err != nil {
 		t.Fatal(err)
 	}
-	// Each operation's line, also when one could not finish.
+	if r.keepAlive, err = e.StartKeepAlive(r.hosts...); err != nil {
+		t.Fatal(err)
+	}
+	// Each operation's lines, also when one could not finish.
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -157,7 +163,13 @@ func lifecycle(t *testing.T, mode string, e *dataplane.Env) {
 		if err != nil {
 			t.Error(err)
 		}
-		r.report(results, end)
+		kept, err := r.keepAlive.Stop(stopCtx)
+		if err != nil {
+			t.Error(err)
+		}
+		r.report("", results, end)
+		r.report(" keepalive", kept, end)
+		r.reportMissed()
 		t.Logf("lifecycle: %s took %s", mode, time.Since(start).Round(time.Second))
 	}()
 
@@ -512,9 +524,10 @@ func (r *lifecycleRun) uninstall() {
 	time.Sleep(settle)
 }
 
-// report prints each operation's line and fails the test for each goal
-// missed.
-func (r *lifecycleRun) report(results []steady.Result, end time.Time) {
+// report prints each operation's line for one client's results (client
+// names it, "" for the first) and fails the test for each goal missed. The
+// latencies are figures, not goals.
+func (r *lifecycleRun) report(client string, results []steady.Result, end time.Time) {
 	for i, op := range r.ops {
 		to := end
 		if i+1 < len(r.ops) {
@@ -522,22 +535,33 @@ func (r *lifecycleRun) report(results []steady.Result, end time.Time) {
 		}
 		rs := steady.Since(results, op.from, to)
 		tally := steady.Count(rs, op.judge)
-		r.t.Logf("lifecycle: %s requests=%d failed=%d window_ms=%d", op.name, tally.Requests, tally.Failed, tally.Window.Milliseconds())
+		r.t.Logf("lifecycle: %s%s requests=%d failed=%d window_ms=%d retries=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f", op.name, client,
+			tally.Requests, tally.Failed, tally.Window.Milliseconds(), tally.Retries, ms(tally.P50), ms(tally.P99), ms(tally.Max))
 		allowed := 0
 		if op.allowed != nil {
 			allowed = op.allowed(tally, results)
 		}
 		if tally.Requests == 0 {
-			r.t.Errorf("%s: the client made no request", op.name)
+			r.t.Errorf("%s%s: the client made no request", op.name, client)
 		}
 		if tally.Failed > allowed {
-			r.t.Errorf("%s: %d failed, want at most %d; first failures:\n%s", op.name, tally.Failed, allowed, samples(tally.Samples, op.from))
+			r.t.Errorf("%s%s: %d failed, want at most %d; first failures:\n%s", op.name, client, tally.Failed, allowed, samples(tally.Samples, op.from))
 		}
+	}
+}
+
+// reportMissed fails the test for each goal missed that no tally shows,
+// once both clients' results have been judged.
+func (r *lifecycleRun) reportMissed() {
+	for _, op := range r.ops {
 		for _, m := range op.missed {
 			r.t.Errorf("%s: %s", op.name, m)
 		}
 	}
 }
+
+// ms is d in milliseconds, for a lifecycle line.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func samples(rs []steady.Result, from time.Time) string {
 	var b strings.Builder

@@ -2,12 +2,14 @@ package dataplane
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 )
 
 // suite owns the clusters that the package's tests share, one per
@@ -54,6 +56,18 @@ func Shared(t *testing.T, mode string) *Env {
 	})
 	return e
 }
+
+// FullModes are the modes that tell every story whole (the story, Gateway,
+// direct targets): one per dataplane family, kube-proxy's nftables and
+// Cilium. The product logic is the same on each; what differs is the path a
+// connection takes, which one mode of a family shows.
+var FullModes = slices.DeleteFunc(slices.Clone(cluster.ProxyModes), Smoke)
+
+// Smoke reports whether mode runs the story's smoke only (broken, fixed,
+// uninstall): kube-proxy's iptables mode, whose kube-proxy differs from the
+// nftables mode's only in the rules it writes. It keeps the docs test's
+// cluster.
+func Smoke(mode string) bool { return mode == "iptables" }
 
 // EachMode runs story once per mode, as a subtest named exactly as the
 // mode, on that mode's shared cluster, and logs how long it took. A whole

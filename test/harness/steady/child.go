@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/signal"
 	"strconv"
@@ -34,6 +35,10 @@ type Config struct {
 	Interval time.Duration `json:"interval"`
 	// Port is the HTTP port requested (default 80).
 	Port int `json:"port,omitempty"`
+	// KeepAlive sends the requests on keep-alive connections, a pool per
+	// host, as a browser or a service's HTTP client does, instead of one
+	// new connection with Connection: close each.
+	KeepAlive bool `json:"keepAlive,omitempty"`
 	// Download, when set, makes the process one download instead.
 	Download *Download `json:"download,omitempty"`
 }
@@ -48,23 +53,28 @@ type Download struct {
 }
 
 // Timeouts of one operation: a DNS query is one try of 2 s, as the issue's
-// client; an HTTP request gets 5 s, curl's --max-time in the dataplane tests.
+// client; an HTTP request gets 5 s, curl's --max-time in the dataplane tests,
+// but its dial only 1 s: a dropped SYN, which the kernel retransmits after
+// 1 s, is a failure, not a slow success.
 const (
 	dnsTimeout  = 2 * time.Second
+	dialTimeout = time.Second
 	httpTimeout = 5 * time.Second
 )
 
-// RunIfChild runs the client and exits when this process was started as
-// one ([Start]); otherwise it returns at once. TestMain calls it first.
-func RunIfChild() {
+// Main runs the client that [Start] configured in the environment, until
+// SIGTERM (or, for a download, its end), and returns the exit code: the
+// body of the steady command.
+func Main() int {
 	raw, ok := os.LookupEnv(envConfig)
 	if !ok {
-		return
+		fmt.Fprintf(os.Stderr, "steady: %s is not set: this command is started by the tests' steady.Start\n", envConfig)
+		return 2
 	}
 	var cfg Config
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "steady: %s: %v\n", envConfig, err)
-		os.Exit(2)
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -77,7 +87,7 @@ func RunIfChild() {
 		run(ctx, cfg, out)
 	}
 	out.flush()
-	os.Exit(0)
+	return 0
 }
 
 // emitter writes results as JSON lines, one at a time.
@@ -118,6 +128,10 @@ func run(ctx context.Context, cfg Config, out *emitter) {
 	var wg sync.WaitGroup
 	for _, host := range cfg.Hosts {
 		wg.Add(1)
+		send := getter(get)
+		if cfg.KeepAlive {
+			send = keepAliveGet(newKeepAliveClient())
+		}
 		go func() {
 			defer wg.Done()
 			var last lastAddr
@@ -134,7 +148,7 @@ func run(ctx context.Context, cfg Config, out *emitter) {
 				rounds.Add(1)
 				go func() {
 					defer rounds.Done()
-					round(cfg, host, &last, out)
+					round(cfg, host, &last, send, out)
 				}()
 			}
 		}()
@@ -159,8 +173,11 @@ func (l *lastAddr) swap(a string) string {
 	return l.addr
 }
 
+// getter sends one GET / for host to addr:port and reports it.
+type getter func(addr string, port int, host string) Result
+
 // round is one DNS query and one HTTP request for host.
-func round(cfg Config, host string, last *lastAddr, out *emitter) {
+func round(cfg Config, host string, last *lastAddr, get getter, out *emitter) {
 	d := query(cfg.DNS, host)
 	out.emit(d)
 	addr := last.swap(d.Addr)
@@ -204,24 +221,76 @@ func query(server, host string) Result {
 func get(addr string, port int, host string) Result {
 	r := Result{At: time.Now(), Kind: KindHTTP, Host: host, Addr: addr}
 	resp, body, err := request(net.JoinHostPort(addr, strconv.Itoa(port)), host, "/", httpTimeout, nil)
+	r.judge(resp, body, err)
+	return r
+}
+
+// judge records the outcome of r's request: a 200 whose body is the
+// controller's answer for r.Host, or why not.
+func (r *Result) judge(resp *http.Response, body []byte, err error) {
 	switch {
 	case err != nil:
 		r.Fail = classify(err)
 	case resp.StatusCode != http.StatusOK:
 		r.Status, r.Fail = resp.StatusCode, fmt.Sprintf("%s %d", FailStatus, resp.StatusCode)
-	case !strings.Contains(string(body), "ok host="+host+" "):
+	case !strings.Contains(string(body), "ok host="+r.Host+" "):
 		r.Status, r.Fail = resp.StatusCode, FailBody
 	default:
 		r.Status = resp.StatusCode
 	}
 	r.Took = time.Since(r.At)
-	return r
+}
+
+// newKeepAliveClient is one host's client: its connections stay open
+// between requests, a dial gets dialTimeout and a request httpTimeout.
+func newKeepAliveClient() *http.Client {
+	return &http.Client{Timeout: httpTimeout, Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: dialTimeout}).DialContext,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}}
+}
+
+// keepAliveGet is get on c's keep-alive connections. Go's transport sends
+// a GET again on a new connection when a reused one closed before any
+// response byte (a server's idle close racing the request), as browsers
+// do; the request's outcome is the new connection's, and the retry is
+// counted (each attempt takes a connection: GotConn).
+func keepAliveGet(c *http.Client) getter {
+	return func(addr string, port int, host string) Result {
+		r := Result{At: time.Now(), Kind: KindHTTP, Host: host, Addr: addr}
+		conns := 0
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+			if conns == 0 {
+				r.Reused = info.Reused
+			}
+			conns++
+		}}
+		ctx := httptrace.WithClientTrace(context.Background(), trace)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(addr, strconv.Itoa(port))+"/", nil)
+		if err != nil {
+			r.judge(nil, nil, err)
+			return r
+		}
+		req.Host = host
+		req.Header.Set("User-Agent", "hairpin-steady-keepalive")
+		resp, err := c.Do(req)
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		r.Retries = max(conns-1, 0)
+		r.judge(resp, body, err)
+		return r
+	}
 }
 
 // request sends one HTTP/1.1 GET with Connection: close and reads the
 // response; body, when set, consumes the body instead of it being returned.
 func request(addr, host, path string, timeout time.Duration, body func(io.Reader) error) (*http.Response, []byte, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+	conn, err := net.DialTimeout("tcp", addr, min(timeout, dialTimeout))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package steady
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,10 +63,10 @@ func TestRoundReportsEachOutcomeAsAClientSeesIt(t *testing.T) {
 	var buf bytes.Buffer
 	out := newEmitter(&buf)
 	cfg := Config{DNS: server, Port: port}
-	round(cfg, "ok.test", &lastAddr{}, out)
-	round(cfg, "refused.test", &lastAddr{}, out)
+	round(cfg, "ok.test", &lastAddr{}, get, out)
+	round(cfg, "refused.test", &lastAddr{}, get, out)
 	// A host whose last answer is remembered: HTTP still goes there.
-	round(cfg, "refused.test", &lastAddr{addr: "127.0.0.1"}, out)
+	round(cfg, "refused.test", &lastAddr{addr: "127.0.0.1"}, get, out)
 	out.flush()
 	var got []Result
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
@@ -140,4 +142,74 @@ func TestRunKeepsThePaceAndStopsWithItsContext(t *testing.T) {
 	if dnsResults < 20 {
 		t.Fatalf("%d DNS results in 500 ms for 2 hosts; want about 50", dnsResults)
 	}
+}
+
+// TestKeepAliveGetCountsWhatTheTransportRetried holds the keep-alive
+// client to what it reports: a second request reuses the first one's
+// connection, and a request whose reused connection the server closes
+// unanswered is sent again on a new one, a success with one retry.
+func TestKeepAliveGetCountsWhatTheTransportRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		dropRequest int // the server closes the connection on this request (1-based), unanswered
+		wantReused  bool
+		wantRetries int
+	}{
+		{"ReusesTheConnection", 0, true, 0},
+		{"RetriesOnANewConnectionWhenTheReusedOneCloses", 2, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, port := rawHTTPServer(t, tc.dropRequest)
+			get := keepAliveGet(newKeepAliveClient())
+			if r := get(addr, port, "ok.test"); r.Fail != "" || r.Reused || r.Retries != 0 {
+				t.Fatalf("first request: %+v; want a success on a new connection", r)
+			}
+			r := get(addr, port, "ok.test")
+			if r.Fail != "" || r.Reused != tc.wantReused || r.Retries != tc.wantRetries {
+				t.Errorf("second request: fail %q reused %v retries %d; want a success, reused %v, %d retries", r.Fail, r.Reused, r.Retries, tc.wantReused, tc.wantRetries)
+			}
+		})
+	}
+}
+
+// rawHTTPServer answers each keep-alive request with the controller's
+// answer, but closes the connection unanswered on request number drop.
+func rawHTTPServer(t *testing.T, drop int) (string, int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	n := 0
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					n++
+					this := n
+					mu.Unlock()
+					if this == drop {
+						return
+					}
+					body := "ok host=" + req.Host + " client=x controller=y\n"
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				}
+			}()
+		}
+	}()
+	a := l.Addr().(*net.TCPAddr)
+	return a.IP.String(), a.Port
 }

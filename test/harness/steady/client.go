@@ -26,18 +26,20 @@ type Client struct {
 }
 
 // Start starts cfg's client in the network namespace of process pid (a
-// container's, node.ContainerPID): this test binary again, under nsenter,
-// which [RunIfChild] turns into the client. It runs until [Client.Stop].
-func Start(pid int, cfg Config) (*Client, error) {
+// container's, node.ContainerPID): bin, the steady command
+// (test/harness/steady/cmd/steady, built by `make test`), under nsenter. It
+// runs until [Client.Stop].
+func Start(bin string, pid int, cfg Config) (*Client, error) {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("steady: %w", err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("steady: %w", err)
+	if fi, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("steady: the steady command (make bin/steady): %w", err)
+	} else if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("steady: %s is not an executable (make bin/steady)", bin)
 	}
-	cmd := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "--", self)
+	cmd := exec.Command("nsenter", "--net=/proc/"+strconv.Itoa(pid)+"/ns/net", "--", bin)
 	cmd.Env = append(os.Environ(), envConfig+"="+string(raw))
 	// The client dies with the test.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

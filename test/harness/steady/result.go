@@ -33,6 +33,12 @@ type Result struct {
 	// Bytes and SHA256 describe a download's body.
 	Bytes  int64  `json:"bytes,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	// Reused says a keep-alive request went out on a connection an earlier
+	// request had opened; Retries counts how often it was sent again on a
+	// new one because the reused connection closed before any response
+	// byte ([Tally.Retries]).
+	Reused  bool `json:"reused,omitempty"`
+	Retries int  `json:"retries,omitempty"`
 	// Fail is why the operation failed at the client ("" when it got an
 	// answer or a response): one of the Fail* values, or "other: ...".
 	Fail string `json:"fail,omitempty"`

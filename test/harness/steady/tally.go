@@ -1,6 +1,7 @@
 package steady
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -17,6 +18,14 @@ type Tally struct {
 	Window time.Duration
 	// Samples are up to a few failed results, for the log.
 	Samples []Result
+	// P50, P99 and Max are the latencies (Took) of the counted results,
+	// failed ones included: figures for the log, not goals.
+	P50, P99, Max time.Duration
+	// Retries are the requests that a keep-alive client sent again on a
+	// new connection after a reused one was closed before any response
+	// byte, as Go's transport and browsers do: each counts as its outcome
+	// on the new connection.
+	Retries int
 }
 
 // maxSamples is how many failures a Tally keeps.
@@ -30,6 +39,7 @@ func Count(rs []Result, judge Judge) Tally {
 		t          Tally
 		start, end time.Time
 		inRun      bool
+		took       []time.Duration
 	)
 	for _, r := range rs {
 		counts, failed := judge(r)
@@ -37,6 +47,8 @@ func Count(rs []Result, judge Judge) Tally {
 			continue
 		}
 		t.Requests++
+		t.Retries += r.Retries
+		took = append(took, r.Took)
 		if !failed {
 			inRun = false
 			continue
@@ -55,7 +67,22 @@ func Count(rs []Result, judge Judge) Tally {
 			t.Window = w
 		}
 	}
+	slices.Sort(took)
+	t.P50, t.P99 = quantile(took, 0.50), quantile(took, 0.99)
+	if len(took) > 0 {
+		t.Max = took[len(took)-1]
+	}
 	return t
+}
+
+// quantile is the q-quantile of sorted by the nearest-rank method: the
+// smallest value that at least q of them do not exceed.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
 }
 
 // Answered reports whether r is a DNS result whose only A record is want.

@@ -31,6 +31,40 @@ func TestCountTalliesWhatTheJudgeCountsAndTheLongestRunOfFailures(t *testing.T) 
 	}
 }
 
+func TestCountGivesTheLatencyOfWhatItCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		took           []int // ms, each an HTTP result; a DNS result of 900 ms is never counted
+		p50, p99, most int
+	}{
+		{"none", nil, 0, 0, 0},
+		{"one", []int{7}, 7, 7, 7},
+		{"nearest rank", []int{4, 1, 3, 2}, 2, 4, 4},
+		{"a slow tail shows in p99 and max only", append(make([]int, 99), 1000), 0, 0, 1000},
+		{"two slow in a hundred", append(make([]int, 98), 800, 1000), 0, 800, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := []Result{{Kind: KindDNS, Took: 900 * time.Millisecond}}
+			for _, ms := range tc.took {
+				rs = append(rs, Result{Kind: KindHTTP, Took: time.Duration(ms) * time.Millisecond})
+			}
+			got := Count(rs, func(r Result) (bool, bool) { return r.Kind == KindHTTP, false })
+			ms := func(d time.Duration) int { return int(d / time.Millisecond) }
+			if ms(got.P50) != tc.p50 || ms(got.P99) != tc.p99 || ms(got.Max) != tc.most {
+				t.Errorf("p50=%s p99=%s max=%s, want %dms %dms %dms", got.P50, got.P99, got.Max, tc.p50, tc.p99, tc.most)
+			}
+		})
+	}
+}
+
+func TestCountSumsTheRetriesOfWhatItCounts(t *testing.T) {
+	rs := []Result{{Kind: KindHTTP, Retries: 1}, {Kind: KindHTTP}, {Kind: KindHTTP, Retries: 2}, {Kind: KindDNS, Retries: 5}}
+	got := Count(rs, func(r Result) (bool, bool) { return r.Kind == KindHTTP, false })
+	if got.Retries != 3 {
+		t.Errorf("retries %d, want 3 (the DNS result is not counted)", got.Retries)
+	}
+}
+
 func TestAnsweredWantsExactlyTheAddress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
