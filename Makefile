@@ -174,11 +174,12 @@ test-cilium: deps build tools images $(BIN)/steady
 	$(TEST_ENV) go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane|CozystackManagementCluster)$$/^cilium$$' ./test/dataplane/
 
-# The lifecycle test alone, in the cilium mode too (opt-in there,
-# HAIRPIN_LIFECYCLE_CILIUM=1: a kube-dns rollout loses a few UDP queries to
-# Cilium's per-packet balancing; see envLifecycleCilium in the test).
+# The lifecycle test alone, on Cilium too: named in HAIRPIN_DATAPLANES, a
+# dataplane whose UDP flows follow a gone backend runs it (a kube-dns
+# rollout loses a few UDP queries to Cilium's per-packet balancing; see
+# lifecycleModes in the test).
 test-lifecycle: deps build tools images $(BIN)/steady
-	$(TEST_ENV) HAIRPIN_LIFECYCLE_CILIUM=1 go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
+	$(TEST_ENV) HAIRPIN_DATAPLANES=nftables,cilium go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
 
 # Unit tests only: no control plane, no child processes.
 unit:

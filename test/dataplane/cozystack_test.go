@@ -27,6 +27,10 @@ import (
 // networking.clusterDomain default).
 const cozyDomain = "cozy.local"
 
+// cozyDataplane is the Cozystack management cluster's dataplane: Cilium as
+// kube-proxy replacement.
+const cozyDataplane = "cilium"
+
 // cozyControllers are Cozystack's ingress controllers as its ingress
 // package names them (fullname <tenant>-ingress, the class named after the
 // namespace): the root tenant's, exposed through spec.externalIPs as
@@ -53,17 +57,17 @@ func TestCozystackManagementCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: a whole cluster")
 	}
-	if !slices.Contains(cluster.ProxyModes, cluster.CiliumMode) {
-		t.Skipf("the cilium mode is left out: %s=0", cluster.EnvCilium)
+	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
+		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
 	}
-	t.Run(cluster.CiliumMode, cozystackStory)
+	t.Run(cozyDataplane, cozystackStory)
 }
 
 func cozystackStory(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
 	e := dataplane.StartWith(t, dataplane.Config{
-		Mode: cluster.CiliumMode, Name: "cozy", Distribution: "talos", ClusterDomain: cozyDomain,
+		Mode: cozyDataplane, Name: "cozy", Distribution: "talos", ClusterDomain: cozyDomain,
 		Controllers: cozyControllers, CRDDirs: []string{dataplane.MonitoringCRDs(t)},
 	})
 	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
@@ -127,7 +131,7 @@ func cozystackStory(t *testing.T) {
 	})
 
 	step("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {
-		checkFailsNamingEveryController(ctx, t, e, cluster.CiliumMode, cozyControllers)
+		checkFailsNamingEveryController(ctx, t, e, cozyControllers)
 	})
 
 	step("InstallTheCozystackExample", func(t *testing.T) {
@@ -160,7 +164,7 @@ func cozystackStory(t *testing.T) {
 	})
 
 	step("CheckPassesAfterInstall", func(t *testing.T) {
-		checkNamesTheDataplane(t, checkPassesAfterInstall(ctx, t, e), cluster.CiliumMode, cozyControllers)
+		checkNamesTheDataplane(t, checkPassesAfterInstall(ctx, t, e), e.Capabilities(), cozyControllers)
 	})
 
 	step("UninstallRestoresThePublicAnswersAndLeavesNothing", func(t *testing.T) {

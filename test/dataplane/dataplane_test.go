@@ -22,6 +22,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if _, err := cluster.DataplanesChosen(); err != nil {
+		fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)
+		os.Exit(2)
+	}
 	// The machine as the clusters found it: sysctls, rule sets, BPF
 	// attachments, bpffs mounts (only root can read them all).
 	var before *hoststate.Snapshot
@@ -59,7 +63,7 @@ func TestMain(m *testing.M) {
 // the re-rendered Corefile, which no dataplane touches, is told in the
 // first full mode alone.
 func TestHairpinOnTheRealDataplane(t *testing.T) {
-	dataplane.EachMode(t, cluster.ProxyModes, story)
+	dataplane.EachMode(t, cluster.Dataplanes, story)
 }
 
 func story(t *testing.T, mode string, e *dataplane.Env) {
@@ -67,6 +71,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	smoke := dataplane.Smoke(mode)
+	caps := e.Capabilities()
 	step := func(name string, fn func(t *testing.T)) {
 		if !t.Run(name, fn) {
 			t.FailNow()
@@ -86,14 +91,12 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, not := "kube-proxy", "cilium-agent"
-		if mode == cluster.CiliumMode {
-			want, not = not, want
+		for _, agent := range cluster.ServiceAgents {
+			if runs := slices.Contains(procs, agent); runs != (agent == caps.Agent) {
+				t.Fatalf("the node runs %v; want %s and no other of %v", procs, caps.Agent, cluster.ServiceAgents)
+			}
 		}
-		if !slices.Contains(procs, want) || slices.Contains(procs, not) {
-			t.Fatalf("the node runs %v; want %s and no %s", procs, want, not)
-		}
-		if mode == cluster.CiliumMode {
+		if caps.Frontends {
 			// Cilium programs each LoadBalancer IP as a frontend of its own.
 			if err := waitFrontends(ctx, e, []netip.Addr{root.LBIP, tenant.LBIP}, nil); err != nil {
 				t.Fatal(err)
@@ -111,41 +114,42 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 			t.Fatal(err)
 		}
 		lb := netip.AddrPortFrom(root.LBIP, 80)
-		// A Pod's socket keeps the LoadBalancer IP as its peer: the
-		// translation happens per packet, by kube-proxy's DNAT or by
-		// Cilium's bpf_lxc on the Pod's veth.
-		if peer, err := e.ConnectedPeer(ctx, dataplane.ClientPod, lb); err != nil || peer != lb {
-			t.Errorf("the client pod's socket to %s has the peer %v (%v); want %s itself (translated per packet)", lb, peer, err, lb)
-		}
-		// In the node, kube-proxy's DNAT is per packet too; Cilium's
-		// socket load balancing (bpf_sock) connects the socket to the
+		// Translated per packet (kube-proxy's DNAT, Cilium's bpf_lxc on
+		// the Pod's veth), a socket keeps the LoadBalancer IP as its peer;
+		// translated at connect (Cilium's bpf_sock), it is connected to the
 		// backend itself.
-		peer, err := e.ConnectedPeer(ctx, dataplane.HostClientPod, lb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mode == cluster.CiliumMode {
-			if !slices.Contains(backends, peer.Addr()) {
-				t.Errorf("the hostNetwork client's socket to %s has the peer %s; want a controller pod %v (translated at connect)", lb, peer, backends)
+		for _, c := range []struct {
+			pod       string
+			atConnect bool
+		}{
+			{dataplane.ClientPod, caps.SocketLBInPods},
+			{dataplane.HostClientPod, caps.SocketLBInNode},
+		} {
+			peer, err := e.ConnectedPeer(ctx, c.pod, lb)
+			switch {
+			case err != nil:
+				t.Errorf("%s's socket to %s: %v", c.pod, lb, err)
+			case c.atConnect && !slices.Contains(backends, peer.Addr()):
+				t.Errorf("%s's socket to %s has the peer %s; want a controller pod %v (translated at connect)", c.pod, lb, peer, backends)
+			case !c.atConnect && peer != lb:
+				t.Errorf("%s's socket to %s has the peer %s; want %s itself (translated per packet)", c.pod, lb, peer, lb)
 			}
-		} else if peer != lb {
-			t.Errorf("the hostNetwork client's socket to %s has the peer %s; want %s itself (kube-proxy DNATs per packet)", lb, peer, lb)
 		}
-		if mode == cluster.CiliumMode {
+		if len(caps.BPFPrograms) > 0 {
 			progs, err := e.AttachedBPFPrograms()
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, p := range []string{"cil_from_container", "cil_sock4_connect"} {
+			for _, p := range caps.BPFPrograms {
 				if !slices.Contains(progs, p) {
-					t.Errorf("no BPF program %s (bpf_lxc, bpf_sock) attached; the attached ones are %v", p, progs)
+					t.Errorf("no BPF program %s attached; the attached ones are %v", p, progs)
 				}
 			}
 		}
 	})
 
 	fullStep("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {
-		checkFailsNamingEveryController(ctx, t, e, mode, dataplane.Controllers)
+		checkFailsNamingEveryController(ctx, t, e, dataplane.Controllers)
 	})
 
 	step("InstallChart", func(t *testing.T) {
@@ -176,7 +180,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		if err := e.SetIPMode(ctx, tenant, corev1.LoadBalancerIPModeProxy); err != nil {
 			t.Fatal(err)
 		}
-		if mode == cluster.CiliumMode {
+		if caps.Frontends {
 			// KEP-1860 as Cilium >= 1.18.1 implements it: no frontend at
 			// all for a non-VIP LoadBalancer IP.
 			if err := waitFrontends(ctx, e, []netip.Addr{root.LBIP}, []netip.Addr{tenant.LBIP}); err != nil {
@@ -196,20 +200,20 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		if err != nil {
 			t.Fatalf("with ipMode Proxy, kube-proxy must leave %s to the load balancer: %v", tenant.LBIP, err)
 		}
-		if !strings.Contains(body, "client="+e.ClientIP().String()) {
-			t.Errorf("through HAProxy the controller must see the client pod: %q", body)
+		if !strings.Contains(body, "client="+e.ClientIPOutside().String()) {
+			t.Errorf("through HAProxy the controller must see the client pod as %s: %q", e.ClientIPOutside(), body)
 		}
 		// HAProxy writes a TCP log line when the connection ends, which can
 		// be after curl has returned.
 		logCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if err := harness.Poll(logCtx, func(context.Context) error {
-			if !strings.Contains(e.LoadBalancerLog(), e.ClientIP().String()) {
-				return fmt.Errorf("%s not in the log", e.ClientIP())
+			if !strings.Contains(e.LoadBalancerLog(), e.ClientIPOutside().String()) {
+				return fmt.Errorf("%s not in the log", e.ClientIPOutside())
 			}
 			return nil
 		}); err != nil {
-			t.Errorf("HAProxy logged no connection from the client pod %s: %v\n%s", e.ClientIP(), err, e.LoadBalancerLog())
+			t.Errorf("HAProxy logged no connection from the client pod %s: %v\n%s", e.ClientIPOutside(), err, e.LoadBalancerLog())
 		}
 		// The other controller is still short-circuited.
 		rootURL := "http://" + root.LBIP.String() + "/"

@@ -55,7 +55,7 @@ func Start(t testing.TB, mode, distribution string) *Env {
 
 // Config is a cluster that [StartWith] starts.
 type Config struct {
-	// Mode is the service dataplane (cluster.ProxyModes); Distribution
+	// Mode names the service dataplane (cluster.DataplaneNamed); Distribution
 	// names the stock Corefile kube-dns runs (e2e.Distributions).
 	Mode, Distribution string
 	// Name tells the cluster's namespaces apart from the shared clusters'
@@ -96,7 +96,11 @@ func StartWith(t testing.TB, cfg Config) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Cluster = cluster.Start(t, cluster.Options{ProxyMode: cfg.Mode, Name: cfg.Name, ClusterDomain: cfg.ClusterDomain,
+	dp, err := cluster.DataplaneNamed(cfg.Mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Cluster = cluster.Start(t, cluster.Options{Dataplane: dp, Name: cfg.Name, ClusterDomain: cfg.ClusterDomain,
 		Images: images, GatewayAPI: harness.GatewayStandard, CRDDirs: cfg.CRDDirs})
 	e.Helm = e.Helm.WithKubeconfig(e.CP.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -231,6 +235,16 @@ func (e *Env) startClients(ctx context.Context) error {
 func (e *Env) ClientIP() netip.Addr {
 	ip, _ := e.Node.PodIP("default", ClientPod)
 	return ip
+}
+
+// ClientIPOutside is the client Pod's address as a controller behind the
+// load balancer sees it: the Pod's own, or the node's where the dataplane
+// masquerades Pod traffic that leaves the node.
+func (e *Env) ClientIPOutside() netip.Addr {
+	if e.Capabilities().MasqueradesPods {
+		return cluster.NodeIP
+	}
+	return e.ClientIP()
 }
 
 // Resolve asks the cluster DNS for host's A records from the client Pod,

@@ -26,31 +26,30 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/steady"
 )
 
-// envLifecycleCilium adds the cilium mode to the lifecycle test. It is
-// opt-in because one goal does not hold there, for a reason outside the
-// product: the kube-dns rollouts (the adoption's and coredns-rollout's)
-// time out a few DNS queries (2 and 4 of about 2,000 in a run). Each is sent
-// in the moment between an old CoreDNS Pod's network going (its CNI DEL) and
-// cilium-agent dropping its backend (the Pod's deletion, 0.1 to 0.4 s
-// later). Socket load balancing is limited to the node's own namespace
-// here, so the client Pod's queries are balanced per packet, and Cilium
-// keeps a flow whose
-// conntrack entry names a terminating backend on that backend (bpf/lib/lb.h,
-// lb4_local: only a new TCP connection is moved); a query whose source port
-// reuses such an entry within its 60 s goes to the Pod that is gone.
-// kube-proxy deletes the UDP conntrack entries of an endpoint that stops
-// serving, so the nftables mode loses none; with socket load balancing in
-// the Pods, as Cilium defaults to, the backend is chosen at connect().
-const envLifecycleCilium = "HAIRPIN_LIFECYCLE_CILIUM"
-
-// lifecycleModes are the dataplane modes the lifecycle test runs in:
-// nftables, and cilium with HAIRPIN_LIFECYCLE_CILIUM=1 when the cluster
-// runs that mode at all (cluster.ProxyModes).
-var lifecycleModes = slices.DeleteFunc(slices.Clone(cluster.ProxyModes), func(mode string) bool {
-	if mode == cluster.CiliumMode {
-		return os.Getenv(envLifecycleCilium) != "1"
+// lifecycleModes are the dataplanes the lifecycle test runs in: each of
+// dataplane.FullModes (one per family), but a dataplane whose UDP flows
+// follow a gone backend (cluster.Capabilities) only when
+// HAIRPIN_DATAPLANES names it. One goal cannot hold there, for a reason
+// outside the product: the kube-dns rollouts (the adoption's and
+// coredns-rollout's) time out a few DNS queries (2 and 4 of about 2,000 in
+// a run). Each is sent in the moment between an old CoreDNS Pod's network
+// going (its CNI DEL) and cilium-agent dropping its backend (the Pod's
+// deletion, 0.1 to 0.4 s later). With socket load balancing limited to the
+// node's own namespace, the client Pod's queries are balanced per packet,
+// and Cilium keeps a flow whose conntrack entry names a terminating backend
+// on that backend (bpf/lib/lb.h, lb4_local: only a new TCP connection is
+// moved); a query whose source port reuses such an entry within its 60 s
+// goes to the Pod that is gone. kube-proxy deletes the UDP conntrack
+// entries of an endpoint that stops serving, so the nftables mode loses
+// none; with socket load balancing in the Pods, as Cilium defaults to, the
+// backend is chosen at connect().
+var lifecycleModes = slices.DeleteFunc(slices.Clone(dataplane.FullModes), func(mode string) bool {
+	dp, err := cluster.DataplaneNamed(mode)
+	if err != nil {
+		return true
 	}
-	return mode != "nftables"
+	chosen, _ := cluster.DataplanesChosen()
+	return dp.Capabilities().UDPFlowsFollowGoneBackends && !chosen
 })
 
 // TestLifecycleLosesNoRequest counts what a client sees through the moments
@@ -253,7 +252,7 @@ func (r *lifecycleRun) install() {
 	// made them active backends of the targets' ClusterIPs; watched from
 	// before the install, since nothing records when that happened.
 	var programmed *firstEvent
-	if r.mode == cluster.CiliumMode {
+	if r.e.Capabilities().Frontends {
 		programmed = pollFirst(r.ctx, 10*time.Millisecond, ciliumServes(r.e, dataplane.DefaultTargets()))
 	}
 	op := r.begin("install", nil)

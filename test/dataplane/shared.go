@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -57,17 +58,31 @@ func Shared(t *testing.T, mode string) *Env {
 	return e
 }
 
-// FullModes are the modes that tell every story whole (the story, Gateway,
-// direct targets): one per dataplane family, kube-proxy's nftables and
-// Cilium. The product logic is the same on each; what differs is the path a
+// FullModes are the dataplanes that tell every story whole (the story,
+// Gateway, direct targets): one per family, the family being the agent
+// that serves the Services, and of a family its last in
+// cluster.Dataplanes (kube-proxy's newer mode, nftables; Cilium). The
+// product logic is the same on each; what differs is the path a
 // connection takes, which one mode of a family shows.
-var FullModes = slices.DeleteFunc(slices.Clone(cluster.ProxyModes), Smoke)
+var FullModes = fullModes(cluster.Dataplanes)
+
+func fullModes(names []string) []string {
+	last := map[string]string{} // agent: its family's last dataplane
+	for _, n := range names {
+		dp, err := cluster.DataplaneNamed(n)
+		if err != nil {
+			continue
+		}
+		last[dp.Capabilities().Agent] = n
+	}
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !slices.Contains(slices.Collect(maps.Values(last)), n) })
+}
 
 // Smoke reports whether mode runs the story's smoke only (broken, fixed,
-// uninstall): kube-proxy's iptables mode, whose kube-proxy differs from the
-// nftables mode's only in the rules it writes. It keeps the docs test's
-// cluster.
-func Smoke(mode string) bool { return mode == "iptables" }
+// uninstall): a family's other modes (kube-proxy's iptables, whose
+// kube-proxy differs from the nftables mode's only in the rules it writes).
+// It keeps the docs test's cluster.
+func Smoke(mode string) bool { return !slices.Contains(FullModes, mode) }
 
 // EachMode runs story once per mode, as a subtest named exactly as the
 // mode, on that mode's shared cluster, and logs how long it took. A whole

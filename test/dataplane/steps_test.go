@@ -52,7 +52,7 @@ func brokenWithoutHairpin(ctx context.Context, t *testing.T, e *dataplane.Env, i
 
 // checkFailsNamingEveryController: before the install the check fails,
 // names every controller's class, and names the dataplane as it is.
-func checkFailsNamingEveryController(ctx context.Context, t *testing.T, e *dataplane.Env, mode string, ics []cluster.IngressController) {
+func checkFailsNamingEveryController(ctx context.Context, t *testing.T, e *dataplane.Env, ics []cluster.IngressController) {
 	t.Helper()
 	r := check(ctx, t, e)
 	if r.Exit != 1 {
@@ -64,19 +64,19 @@ func checkFailsNamingEveryController(ctx context.Context, t *testing.T, e *datap
 			t.Errorf("no failed ingress-class-target names class %s: %+v\n%s", ic.Class, fails, r.Table)
 		}
 	}
-	checkNamesTheDataplane(t, r, mode, ics)
+	checkNamesTheDataplane(t, r, e.Capabilities(), ics)
 }
 
-// checkNamesTheDataplane fails t unless the check's report names mode's
-// dataplane as it really is (Cilium with its version, as kube-proxy
+// checkNamesTheDataplane fails t unless the check's report names the
+// dataplane of caps as it really is (Cilium with its version, as kube-proxy
 // replacement, read from cilium-config and the agent's DaemonSet; else
 // kube-proxy), and says for each of ics that it short-circuits its
 // address (an externalIP, or a LoadBalancer IP of ipMode VIP).
-func checkNamesTheDataplane(t *testing.T, r *dataplane.CheckReport, mode string, ics []cluster.IngressController) {
+func checkNamesTheDataplane(t *testing.T, r *dataplane.CheckReport, caps cluster.Capabilities, ics []cluster.IngressController) {
 	t.Helper()
 	dp, who := "the Service dataplane is kube-proxy v", "kube-proxy short-circuits"
-	if mode == cluster.CiliumMode {
-		dp, who = "the Service dataplane is Cilium "+cluster.CiliumVersion+" as kube-proxy replacement", "Cilium (kube-proxy replacement) short-circuits"
+	if caps.KubeProxyReplacement {
+		dp, who = "the Service dataplane is Cilium "+caps.Version+" as kube-proxy replacement", "Cilium (kube-proxy replacement) short-circuits"
 	}
 	if ok := r.Passed("dataplane"); len(ok) != 1 || !strings.HasPrefix(ok[0].Message, dp) || !strings.Contains(r.Table, dp) {
 		t.Errorf("the check's dataplane line: %+v; want it to start %q\n%s", ok, dp, r.Table)

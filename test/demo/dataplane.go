@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -39,11 +38,12 @@ func demoDataplane() string {
 // here, or "" when it can: it needs root (network namespaces) and
 // kube-proxy's tools, and for Cilium real root.
 func dataplaneUnavailable() string {
-	if mode := demoDataplane(); !slices.Contains(dpcluster.ProxyModes, mode) {
-		return fmt.Sprintf("%s=%q is not a dataplane; want one of %v", envDataplane, mode, dpcluster.ProxyModes)
+	dp, err := dpcluster.DataplaneNamed(demoDataplane())
+	if err != nil {
+		return fmt.Sprintf("%s=%q is not a dataplane; want one of %v", envDataplane, demoDataplane(), dpcluster.AllDataplanes)
 	}
-	if demoDataplane() == dpcluster.CiliumMode && (os.Geteuid() != 0 || userns.Inside()) {
-		return "Cilium's BPF datapath needs real root, not a user namespace (" + envDataplane + "=cilium)"
+	if len(dp.Capabilities().BPFPrograms) > 0 && (os.Geteuid() != 0 || userns.Inside()) {
+		return "the " + dp.Name() + " dataplane's BPF datapath needs real root, not a user namespace (" + envDataplane + "=" + dp.Name() + ")"
 	}
 	if os.Geteuid() != 0 {
 		why := "the real dataplane needs network namespaces: root, or an unprivileged user namespace"
@@ -73,9 +73,13 @@ func dataplaneUnavailable() string {
 // outside, every Pod a process in its own network namespace.
 func (st *story) runDataplane(ctx context.Context, t testing.TB) error {
 	mode := demoDataplane()
+	dp, err := dpcluster.DataplaneNamed(mode)
+	if err != nil {
+		return err
+	}
 	proxy := "kube-proxy (" + mode + ")"
-	if mode == dpcluster.CiliumMode {
-		proxy = "cilium-agent (kube-proxy replacement)"
+	if dp.Capabilities().KubeProxyReplacement {
+		proxy = dp.Capabilities().Agent + " (kube-proxy replacement)"
 	}
 	st.header("The cluster: one node with a real dataplane (" + proxy + "), on this machine")
 	start := time.Now()
@@ -147,7 +151,7 @@ func (st *story) dpBroken(ctx context.Context, _ testing.TB) error {
 	if _, err := e.WaitServedFromOutside(ctx, ic, host); err != nil {
 		return err
 	}
-	if e.Dataplane() == dpcluster.CiliumMode {
+	if e.Capabilities().KubeProxyReplacement {
 		st.note("Cilium (kube-proxy replacement) owns that LoadBalancer IP inside the node: bpf_lxc on the Pod's")
 		st.note("veth sends the connection straight to the controller, past HAProxy, so no PROXY header is written:")
 	} else {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +19,82 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/node"
 )
 
-// CiliumMode is the dataplane mode in which Cilium replaces kube-proxy.
-const CiliumMode = "cilium"
+// ciliumName is the name of Cilium's dataplane ([Cilium]).
+const ciliumName = "cilium"
+
+// ciliumDataplane is cilium-agent as kube-proxy replacement, with
+// cilium-cni attaching the Pods, configured by its chart's values.
+type ciliumDataplane struct{ values []string }
+
+// Cilium is the dataplane of cilium-agent as kube-proxy replacement, its
+// chart rendered with values (helm --set lines; [DefaultCiliumValues]).
+// What it does follows from them ([ciliumDataplane.Capabilities]).
+func Cilium(values []string) Dataplane { return ciliumDataplane{values: slices.Clone(values)} }
+
+func (ciliumDataplane) Name() string { return ciliumName }
+
+// value is the last value set for key, "" when none is.
+func (d ciliumDataplane) value(key string) string {
+	v := ""
+	for _, kv := range d.values {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+func (d ciliumDataplane) Capabilities() Capabilities {
+	// Socket load balancing is on with kube-proxy replacement;
+	// hostNamespaceOnly leaves the Pods' connections to bpf_lxc's
+	// per-packet translation, whose UDP flows follow a gone backend.
+	socketLB := d.value("socketLB.enabled") != "false"
+	hostOnly := d.value("socketLB.hostNamespaceOnly") == "true"
+	progs := []string{"cil_from_container"} // bpf_lxc, on each Pod's veth
+	if socketLB {
+		progs = append(progs, "cil_sock4_connect") // bpf_sock
+	}
+	return Capabilities{
+		Agent:                      "cilium-agent",
+		KubeProxyReplacement:       true,
+		Version:                    CiliumVersion,
+		SocketLBInNode:             socketLB,
+		SocketLBInPods:             socketLB && !hostOnly,
+		MasqueradesPods:            d.value("enableIPv4Masquerade") != "false", // Cilium's default is on
+		Frontends:                  true,
+		BPFPrograms:                progs,
+		UDPFlowsFollowGoneBackends: !socketLB || hostOnly,
+	}
+}
+
+func (ciliumDataplane) prepare(t testing.TB, c *Cluster) error {
+	var err error
+	if c.ciliumDir, err = ciliumAssets(c.opts.AssetsDir); err != nil {
+		return err
+	}
+	if c.opts.Helm == nil {
+		c.opts.Helm = harness.RequireHelm(t)
+	}
+	return nil
+}
+
+func (ciliumDataplane) crdDirs(c *Cluster) []string {
+	return []string{filepath.Join(c.ciliumDir, "share", "crds")}
+}
+
+// controllers: kube-proxy's, and no daemonset controller: the cilium
+// DaemonSet is a record, its agent a process of the harness.
+func (ciliumDataplane) controllers() string { return KubeProxy("").controllers() + ",-daemonset" }
+
+func (d ciliumDataplane) start(t testing.TB, c *Cluster) error {
+	return c.startCilium(t, c.opts.Helm, d.values)
+}
+
+func (ciliumDataplane) cni(c *Cluster) *node.CNI { return c.cilium.cni() }
+
+// waitReady: the agent has waited for its Node and its podCIDR; it
+// compiles its BPF programs with clang before it is ready.
+func (ciliumDataplane) waitReady(t testing.TB, c *Cluster) error { return c.cilium.waitReady(t, c) }
 
 // CiliumVersion is the Cilium that test/tools/cilium builds.
 const CiliumVersion = "v1.19.5"
@@ -103,7 +178,7 @@ func clang() (string, error) {
 // keeps its queue of deletions that an absent agent could not take.
 const machineRunCilium = "/run/cilium"
 
-func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm) error {
+func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values []string) error {
 	cl := &cilium{assets: c.ciliumDir, started: time.Now()}
 	var err error
 	if cl.dir, err = os.MkdirTemp("", "cilium-"); err != nil {
@@ -117,7 +192,7 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	install, err := renderCiliumChart(ctx, helm, filepath.Join(cl.assets, "share", "chart"))
+	install, err := renderCiliumChart(ctx, helm, filepath.Join(cl.assets, "share", "chart"), values)
 	if err != nil {
 		return err
 	}

@@ -28,8 +28,8 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and cilium-agent")
 	}
-	if !slices.Contains(ProxyModes, CiliumMode) {
-		t.Skipf("the cilium mode is left out: %s=0", EnvCilium)
+	if !slices.Contains(Dataplanes, ciliumName) {
+		t.Skipf("the cilium dataplane is left out: %s", EnvDataplanes)
 	}
 	if os.Geteuid() != 0 {
 		harness.SkipOrFail(t, "cluster: needs root (network namespaces, BPF)")
@@ -39,9 +39,10 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		harness.SkipOrFail(t, "cluster: %v", err)
 	}
 	_, runCilium := os.Stat("/run/cilium")
-	t.Run(CiliumMode, func(t *testing.T) {
+	t.Run(ciliumName, func(t *testing.T) {
 		const image = "registry.k8s.io/pause:3.10"
-		c := Start(t, Options{ProxyMode: CiliumMode, Images: map[string]node.Image{image: {Host: true}}})
+		dp := Cilium(DefaultCiliumValues())
+		c := Start(t, Options{Dataplane: dp, Images: map[string]node.Image{image: {Host: true}}})
 		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 		defer cancel()
 		if _, err := c.CP.Clientset.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
@@ -66,7 +67,7 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		// The agent attaches the Pod's programs once it has compiled
 		// them for the new endpoint, after cilium-cni has returned.
 		var progs []string
-		want := []string{"cil_from_container", "cil_sock4_connect"}
+		want := dp.Capabilities().BPFPrograms
 		if err := harness.Poll(ctx, func(context.Context) error {
 			var err error
 			if progs, err = c.AttachedBPFPrograms(); err != nil {

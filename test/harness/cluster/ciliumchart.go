@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,10 +15,13 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// ciliumValues are the chart values of the cilium mode: Cozystack's
-// (packages/system/cilium/values.yaml of cozystack/cozystack, under its
-// `cilium:` key), then what this test node changes.
-var ciliumValues = []string{
+// DefaultCiliumValues are the chart values of the cilium dataplane:
+// Cozystack's (packages/system/cilium/values.yaml of cozystack/cozystack,
+// under its `cilium:` key), then what this test node changes. A fresh
+// slice each call: a shape may change its copy.
+func DefaultCiliumValues() []string { return slices.Clone(defaultCiliumValues) }
+
+var defaultCiliumValues = []string{
 	// Cozystack's.
 	"kubeProxyReplacement=true",
 	"hostFirewall.enabled=true",
@@ -56,12 +60,12 @@ type ciliumInstall struct {
 }
 
 // renderCiliumChart renders Cilium's chart (from the module, see
-// build/tools.sh) with ciliumValues, as `helm install cilium -n
+// build/tools.sh) with values, as `helm install cilium -n
 // kube-system` would apply it, and picks the cilium-config ConfigMap and the
 // cilium DaemonSet.
-func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string) (*ciliumInstall, error) {
+func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, values []string) (*ciliumInstall, error) {
 	args := []string{"template", "cilium", chart, "-n", "kube-system"}
-	for _, v := range ciliumValues {
+	for _, v := range values {
 		args = append(args, "--set", v)
 	}
 	out, err := helm.Run(ctx, args...)

@@ -24,11 +24,10 @@ var everything = labels.Everything()
 
 // Options configures [Start].
 type Options struct {
-	// ProxyMode is the service dataplane: kube-proxy's mode, "iptables" or
-	// "nftables", or "cilium" ([CiliumMode]) for cilium-agent as
-	// kube-proxy replacement.
-	ProxyMode string
-	// Helm renders Cilium's chart in the cilium mode. Default:
+	// Dataplane serves the Services and attaches the Pods: [KubeProxy] or
+	// [Cilium] ([DataplaneNamed]). Required.
+	Dataplane Dataplane
+	// Helm renders Cilium's chart for the Cilium dataplane. Default:
 	// harness.RequireHelm.
 	Helm *harness.Helm
 	// AssetsDir holds etcd and the Kubernetes binaries. Default:
@@ -47,7 +46,7 @@ type Options struct {
 	// The kube-dns Corefile must serve it ([KubeDNSOptions]).
 	ClusterDomain string
 	// Name tells this cluster's namespaces apart from those of other
-	// clusters of the same process. Default: ProxyMode.
+	// clusters of the same process. Default: the dataplane's name.
 	Name string
 }
 
@@ -68,8 +67,8 @@ type Cluster struct {
 	kcm       *harness.Process
 	scheduler *harness.Process
 	kubeProxy *harness.Process
-	ciliumDir string  // cilium-agent, cilium-cni and share/, in the cilium mode
-	cilium    *cilium // the running agent, in the cilium mode
+	ciliumDir string  // cilium-agent, cilium-cni and share/, with Cilium
+	cilium    *cilium // the running agent, with Cilium
 	lb        *loadBalancer
 	dns       *publicDNS
 }
@@ -84,47 +83,38 @@ func Start(t testing.TB, opts Options) *Cluster {
 	if os.Geteuid() != 0 {
 		harness.SkipOrFail(t, "cluster: the real dataplane needs root (network namespaces)")
 	}
+	if opts.Dataplane == nil {
+		t.Fatal("cluster: Options.Dataplane is required (cluster.DataplaneNamed)")
+	}
 	if opts.AssetsDir == "" {
 		opts.AssetsDir = harness.RequireAssets(t)
 	}
-	bins := []string{"kube-controller-manager", "kube-scheduler"}
-	if opts.ProxyMode != CiliumMode {
-		bins = append(bins, "kube-proxy")
-	}
-	for _, b := range bins {
+	for _, b := range []string{"kube-controller-manager", "kube-scheduler"} {
 		harness.RequireExecutable(t, filepath.Join(opts.AssetsDir, b))
 	}
 	if opts.ClusterDomain == "" {
 		opts.ClusterDomain = ClusterDomain
 	}
 	if opts.Name == "" {
-		opts.Name = opts.ProxyMode
+		opts.Name = opts.Dataplane.Name()
 	}
 	c := &Cluster{opts: opts, dir: t.TempDir()}
-	if opts.ProxyMode == CiliumMode {
-		var err error
-		if c.ciliumDir, err = ciliumAssets(opts.AssetsDir); err != nil {
-			harness.SkipOrFail(t, "cluster: the cilium mode cannot run here: %v", err)
-		}
-		if c.opts.Helm == nil {
-			c.opts.Helm = harness.RequireHelm(t)
-		}
+	if err := opts.Dataplane.prepare(t, c); err != nil {
+		harness.SkipOrFail(t, "cluster: the %s dataplane cannot run here: %v", opts.Dataplane.Name(), err)
 	}
 	start := time.Now()
 	if err := c.start(t); err != nil {
 		t.Fatalf("cluster: %v", err)
 	}
-	t.Logf("cluster: up in %s (%s)", time.Since(start).Round(time.Millisecond), c.dataplane())
+	t.Logf("cluster: up in %s (%s: %s)", time.Since(start).Round(time.Millisecond), opts.Dataplane.Name(), c.Capabilities().Agent)
 	return c
 }
 
-// dataplane names what serves the Services.
-func (c *Cluster) dataplane() string {
-	if c.opts.ProxyMode == CiliumMode {
-		return "cilium-agent, kube-proxy replacement"
-	}
-	return "kube-proxy " + c.opts.ProxyMode
-}
+// Dataplane is what serves the cluster's Services and attaches its Pods.
+func (c *Cluster) Dataplane() Dataplane { return c.opts.Dataplane }
+
+// Capabilities are the cluster's dataplane's.
+func (c *Cluster) Capabilities() Capabilities { return c.opts.Dataplane.Capabilities() }
 
 func (c *Cluster) start(t testing.TB) error {
 	var err error
@@ -139,10 +129,7 @@ func (c *Cluster) start(t testing.TB) error {
 			t.Errorf("cluster: %v", err)
 		}
 	})
-	crds := append([]string{}, c.opts.CRDDirs...)
-	if c.ciliumDir != "" {
-		crds = append(crds, filepath.Join(c.ciliumDir, "share", "crds"))
-	}
+	crds := append(append([]string{}, c.opts.CRDDirs...), c.opts.Dataplane.crdDirs(c)...)
 	c.CP, err = harness.StartControlPlane(harness.ControlPlaneOptions{
 		AssetsDir:        c.opts.AssetsDir,
 		Dir:              filepath.Join(c.dir, "controlplane"),
@@ -175,17 +162,13 @@ func (c *Cluster) start(t testing.TB) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var cni *node.CNI
-	if c.cilium != nil {
-		cni = c.cilium.cni()
-	}
 	c.Node, err = node.Start(ctx, node.Config{
 		Client:         c.CP.Clientset,
 		NodeName:       NodeName,
 		NodeIP:         NodeIP,
 		NodeNS:         c.topo.node,
 		PodCIDR:        PodCIDR,
-		CNI:            cni,
+		CNI:            c.opts.Dataplane.cni(c),
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  c.opts.ClusterDomain,
 		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",
@@ -208,12 +191,8 @@ func (c *Cluster) start(t testing.TB) error {
 		}
 	})
 	t.Cleanup(func() { c.dumpOnFailure(t) })
-	if c.cilium != nil {
-		// The agent has waited for its Node and its podCIDR; it compiles
-		// its BPF programs with clang before it is ready.
-		if err := c.cilium.waitReady(t, c); err != nil {
-			return err
-		}
+	if err := c.opts.Dataplane.waitReady(t, c); err != nil {
+		return err
 	}
 	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, c.dir); err != nil {
 		return err

@@ -45,9 +45,9 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 	before := rootRules(t)
 	for _, mode := range KubeProxyModes {
 		t.Run(mode, func(t *testing.T) {
-			c := &Cluster{opts: Options{ProxyMode: mode, AssetsDir: assets}, dir: t.TempDir()}
+			c := &Cluster{opts: Options{Dataplane: KubeProxy(mode), AssetsDir: assets}, dir: t.TempDir()}
 			var err error
-			if c.topo, err = newTopology(c.opts.ProxyMode); err != nil {
+			if c.topo, err = newTopology(mode); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {

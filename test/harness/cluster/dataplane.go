@@ -1,197 +1,142 @@
 package cluster
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"net/netip"
 	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
-	"time"
+	"testing"
 
-	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
+	"github.com/coredns-hairpin/hairpin/test/harness/node"
 )
 
-// Dataplane is the cluster's service dataplane: kube-proxy's mode, or
-// [CiliumMode].
-func (c *Cluster) Dataplane() string { return c.opts.ProxyMode }
+// Dataplane serves the cluster's Services and attaches its Pods: kube-proxy
+// in one of its modes over the node agent's own veth networking
+// ([KubeProxy]), or Cilium as kube-proxy replacement with cilium-cni
+// ([Cilium]). The cluster asks it what differs and compares no names, as
+// kind keeps Networking.KubeProxyMode apart from DisableDefaultCNI; a test
+// asks its [Capabilities].
+type Dataplane interface {
+	// Name names the dataplane: a subtest's name, the default name of a
+	// cluster's namespaces.
+	Name() string
+	// Capabilities are the facts a test may ask of it.
+	Capabilities() Capabilities
 
-// NodeProcesses returns the names (comm) of the processes whose network
-// namespace is the node's, sorted, each once: what `ps` on the node shows.
-func (c *Cluster) NodeProcesses() ([]string, error) {
-	pids, err := c.NodeNS.Pids()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var names []string
-	for _, pid := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if n := strings.TrimSpace(string(b)); !seen[n] {
-			seen[n] = true
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
+	// prepare checks what it needs on this machine and in AssetsDir before
+	// anything starts; an error says why it cannot run here.
+	prepare(t testing.TB, c *Cluster) error
+	// crdDirs are CRD folders the control plane installs at start.
+	crdDirs(c *Cluster) []string
+	// controllers is kube-controller-manager's --controllers.
+	controllers() string
+	// start starts it in the node, after the controller manager and the
+	// scheduler, before the node agent.
+	start(t testing.TB, c *Cluster) error
+	// cni is how the node agent attaches Pods; nil for its own veths.
+	cni(c *Cluster) *node.CNI
+	// waitReady waits, once the node agent runs, until it serves.
+	waitReady(t testing.TB, c *Cluster) error
 }
 
-// CiliumFrontends returns the frontends of the services cilium-agent has
-// programmed (its API's GET /v1/service), as address:port; an error
-// outside the cilium mode.
-func (c *Cluster) CiliumFrontends(ctx context.Context) ([]netip.AddrPort, error) {
-	var services []struct {
-		Spec struct {
-			Frontend struct {
-				IP   string `json:"ip"`
-				Port uint16 `json:"port"`
-			} `json:"frontend-address"`
-		} `json:"spec"`
-	}
-	if err := c.ciliumAPI(ctx, "/v1/service", &services); err != nil {
-		return nil, err
-	}
-	var out []netip.AddrPort
-	for _, s := range services {
-		if a, err := netip.ParseAddr(s.Spec.Frontend.IP); err == nil {
-			out = append(out, netip.AddrPortFrom(a, s.Spec.Frontend.Port))
-		}
-	}
-	return out, nil
+// Capabilities are what a dataplane does that a test's expectations
+// follow from: which connections it translates where, what a controller
+// then sees, and what of its state can be read.
+type Capabilities struct {
+	// Agent is the node's process that serves Services ("kube-proxy",
+	// "cilium-agent"); no other of [ServiceAgents] runs.
+	Agent string
+	// KubeProxyReplacement says a CNI's agent serves the Services and no
+	// kube-proxy runs.
+	KubeProxyReplacement bool
+	// Version is the agent's version where it is not the control plane's.
+	Version string
+	// SocketLBInNode says a connect() in the node's network namespace (a
+	// hostNetwork Pod's) to a Service address is translated at connect:
+	// the socket's peer is the backend. Otherwise per packet: the peer
+	// stays the Service address.
+	SocketLBInNode bool
+	// SocketLBInPods says the same of a Pod's connect().
+	SocketLBInPods bool
+	// MasqueradesPods says Pod traffic that leaves the node carries the
+	// node's address, so a controller behind the load balancer sees the
+	// node, not the Pod.
+	MasqueradesPods bool
+	// Frontends says the agent programs a frontend per Service address,
+	// which [Cluster.CiliumFrontends] and [Cluster.CiliumActiveBackends]
+	// read; a change is in the dataplane once they show it. Otherwise
+	// [Cluster.KubeProxySyncedAt] tells.
+	Frontends bool
+	// BPFPrograms are programs the dataplane attaches while Pods run, as
+	// [Cluster.AttachedBPFPrograms] names them.
+	BPFPrograms []string
+	// UDPFlowsFollowGoneBackends says a UDP flow whose conntrack entry
+	// names a backend keeps going there after that backend's Pod network
+	// is gone, until the backend is deleted (Cilium's per-packet
+	// balancing, cilium#48714): a client that reuses a source port loses
+	// queries in a kube-dns rollout. kube-proxy deletes such entries.
+	UDPFlowsFollowGoneBackends bool
 }
 
-// CiliumActiveBackends returns, per Service ("namespace/name"), how many
-// active backends (those chosen for new connections) its ClusterIP
-// frontend has in cilium-agent's BPF maps: the agent's frontends table
-// (GET /statedb/dump/frontends), counting only frontends whose
-// reconciliation into the maps is done. That is the moment a Service's
-// endpoints are ready for a client on this dataplane, as kube-proxy's sync
-// is on the others. An error outside the cilium mode.
-func (c *Cluster) CiliumActiveBackends(ctx context.Context) (map[string]int, error) {
-	var dump struct {
-		Frontends []struct {
-			Type        string
-			ServiceName string
-			Status      struct {
-				Kind string `json:"kind"`
+// ServiceAgents are the processes that can serve Services in a node.
+var ServiceAgents = []string{"kube-proxy", "cilium-agent"}
+
+// KubeProxyModes are kube-proxy's modes the cluster runs in.
+var KubeProxyModes = []string{"iptables", "nftables"}
+
+// EnvDataplanes names, comma-separated, the dataplanes a run covers
+// ([Dataplanes]): for example `nftables,cilium`. Unset, every one.
+const EnvDataplanes = "HAIRPIN_DATAPLANES"
+
+// AllDataplanes are the names [DataplaneNamed] knows, in the order a run
+// takes them.
+var AllDataplanes = append(slices.Clone(KubeProxyModes), ciliumName)
+
+// Dataplanes are the names of the dataplanes this run covers:
+// HAIRPIN_DATAPLANES, or all. A name that no dataplane has is dropped here
+// and reported by [DataplanesChosen].
+var Dataplanes = chosenDataplanes(os.Getenv(EnvDataplanes))
+
+// DataplanesChosen reports whether HAIRPIN_DATAPLANES named the
+// dataplanes, rather than leaving the choice to the default, and an error
+// for a name that no dataplane has.
+func DataplanesChosen() (bool, error) {
+	v := os.Getenv(EnvDataplanes)
+	if v == "" {
+		return false, nil
+	}
+	for _, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(AllDataplanes, n) {
+			return true, fmt.Errorf("%s: %q is no dataplane; want some of %v", EnvDataplanes, n, AllDataplanes)
+		}
+	}
+	return true, nil
+}
+
+func chosenDataplanes(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return slices.Clone(AllDataplanes)
+	}
+	var out []string
+	for _, n := range AllDataplanes {
+		for _, w := range strings.Split(v, ",") {
+			if strings.TrimSpace(w) == n {
+				out = append(out, n)
+				break
 			}
-			Backends []struct {
-				State int // 0 is active
-			}
-		} `json:"frontends"`
-	}
-	if err := c.ciliumAPI(ctx, "/statedb/dump/frontends", &dump); err != nil {
-		return nil, err
-	}
-	out := map[string]int{}
-	for _, fe := range dump.Frontends {
-		if fe.Type != "ClusterIP" || fe.Status.Kind != "Done" {
-			continue
-		}
-		for _, b := range fe.Backends {
-			if b.State == 0 {
-				out[fe.ServiceName]++
-			}
 		}
 	}
-	return out, nil
+	return out
 }
 
-// ciliumAPI GETs path (/v1/service, say) from the agent's API socket
-// into v.
-func (c *Cluster) ciliumAPI(ctx context.Context, path string, v any) error {
-	if c.cilium == nil {
-		return fmt.Errorf("cluster: the %s dataplane has no cilium-agent", c.opts.ProxyMode)
+// DataplaneNamed is the dataplane called name, with its defaults: a
+// kube-proxy mode, or Cilium with [DefaultCiliumValues].
+func DataplaneNamed(name string) (Dataplane, error) {
+	if slices.Contains(KubeProxyModes, name) {
+		return KubeProxy(name), nil
 	}
-	sock := filepath.Join(c.cilium.dir, "run", "cilium.sock")
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://cilium"+path, nil)
-	if err != nil {
-		return err
+	if name == ciliumName {
+		return Cilium(DefaultCiliumValues()), nil
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return fmt.Errorf("cilium API %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("cilium API %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("cilium API %s: %s: %s", path, resp.Status, body)
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("cilium API %s: %w", path, err)
-	}
-	return nil
-}
-
-// AttachedBPFPrograms returns the names of the BPF programs attached, on
-// this machine, to the cgroup2 root or through a BPF link (a device's
-// tcx hook, say), sorted, each once: in the cilium mode, the agent's
-// socket load balancer (cil_sock4_connect, from bpf_sock.c) and the Pods'
-// veth programs (cil_from_container, from bpf_lxc.c).
-func (c *Cluster) AttachedBPFPrograms() ([]string, error) {
-	b, err := hoststate.TakeBPF()
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	for _, a := range b.Cgroup {
-		seen[a.Name] = true
-	}
-	for _, l := range b.Links {
-		if n := b.Progs[l.ProgID]; n != "" {
-			seen[n] = true
-		}
-	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-// CiliumPolicyEnforcement returns what cilium-agent enforces on the
-// endpoint of Pod namespace/name (its API's GET /v1/endpoint, the realized
-// policy's policy-enabled): "ingress", "egress", "both" or "none"; an
-// error outside the cilium mode or when the agent has no such endpoint.
-func (c *Cluster) CiliumPolicyEnforcement(ctx context.Context, namespace, name string) (string, error) {
-	var endpoints []struct {
-		Status struct {
-			ExternalIdentifiers struct {
-				Namespace string `json:"k8s-namespace"`
-				Pod       string `json:"k8s-pod-name"`
-			} `json:"external-identifiers"`
-			Policy struct {
-				Realized struct {
-					Enabled string `json:"policy-enabled"`
-				} `json:"realized"`
-			} `json:"policy"`
-		} `json:"status"`
-	}
-	if err := c.ciliumAPI(ctx, "/v1/endpoint", &endpoints); err != nil {
-		return "", err
-	}
-	for _, ep := range endpoints {
-		if id := ep.Status.ExternalIdentifiers; id.Namespace == namespace && id.Pod == name {
-			return ep.Status.Policy.Realized.Enabled, nil
-		}
-	}
-	return "", fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
+	return nil, fmt.Errorf("cluster: no dataplane %q; want one of %v", name, AllDataplanes)
 }

@@ -7,9 +7,11 @@
 //     dataplane, and the node agent (package node) that runs every Pod as
 //     processes in a network namespace of its own, with a veth into the
 //     node;
-//   - the service dataplane, by [Options.ProxyMode]: kube-proxy in iptables
-//     or nftables mode, or ([CiliumMode]) cilium-agent as kube-proxy
-//     replacement with Cozystack's settings ([ciliumValues]: maglev, IPAM
+//   - the service dataplane, by [Options.Dataplane] (a [Dataplane]; a test
+//     asks its [Capabilities], never its name): kube-proxy in iptables or
+//     nftables mode ([KubeProxy]), or cilium-agent as kube-proxy
+//     replacement ([Cilium]) with Cozystack's settings
+//     ([DefaultCiliumValues]: maglev, IPAM
 //     from Node.spec.podCIDR, NodePort and externalIPs, the host firewall),
 //     with its CRDs applied and no kube-proxy. The agent runs in the node's
 //     network namespace and a mount namespace of its own (its own bpffs and
