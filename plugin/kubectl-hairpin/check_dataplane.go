@@ -18,22 +18,42 @@ func checkDataplane(f *Facts) Check {
 	switch {
 	case d.Unknown != "":
 		c.Status = Warn
-		c.Message += "; " + d.Unknown
-		return c.hint("grant the read-only role of this page (get configmaps, list daemonsets), or read it by hand: kubectl -n kube-system get configmap %s -o jsonpath='{.data.%s}'; kubectl get ds -A -l %s=%s", ciliumConfig, ciliumKPRKey, k8sAppLabel, ciliumName)
+		c.Message += "; " + d.Unknown + versionCases(d, proxied)
+		return c.hint("grant the read-only role of this page (get configmaps, list daemonsets and deployments), or read them by hand: kubectl get configmap -A --field-selector metadata.name=%s -o yaml | grep %s; kubectl get ds,deploy -A -o wide | grep -e %s -e %s", ciliumConfig, ciliumKPRKey, ciliumName, kubeProxyName)
 	case why != "" && len(proxied) > 0:
 		c.Status = Warn
 		c.Message += fmt.Sprintf(", and ipMode: Proxy does not help: %s; so %s %s short-circuited all the same", why, listed(proxied), verb(len(proxied), "is", "are"))
 		return c.hint("%s; until then the controllers behind them need a target (see their lb-status lines)", d.upgradeHint())
 	case why != "":
 		c.Message += fmt.Sprintf(", and ipMode: Proxy would not help: %s", why)
-	case d.Version == nil && len(proxied) > 0:
-		c.Status = Warn
-		c.Message += fmt.Sprintf("; its version is unknown, so whether it honours the ipMode: Proxy of %s is too (taken to be honoured)", listed(proxied))
-		return c.hint("if it is kube-proxy before 1.30 or Cilium before 1.17 or 1.18.0, those controllers need a target: %s", d.upgradeHint())
+	case d.Version == nil:
+		noVersion := d.NoVersion
+		if noVersion == "" {
+			noVersion = "its version is unknown"
+		}
+		c.Message += "; " + noVersion + versionCases(d, proxied)
+		if len(proxied) > 0 {
+			c.Status = Warn
+			return c.hint("find the version (%s); if it ignores ipMode, the controllers behind them need a target (see their lb-status lines): %s", d.versionHowTo(), d.upgradeHint())
+		}
 	default:
 		c.Message += ", but not those with ipMode: Proxy"
 	}
 	return c
+}
+
+// versionCases is, for a dataplane of unknown version, the verdict of each
+// version it may have, and that the addresses proxied are taken not to be
+// short-circuited: a check never fails on a version it does not know.
+func versionCases(d Dataplane, proxied []string) string {
+	if d.Version != nil {
+		return ""
+	}
+	s := ": " + d.ipModeCases()
+	if len(proxied) > 0 {
+		s += fmt.Sprintf("; so whether %s %s short-circuited is unknown too (taken not to be)", listed(proxied), verb(len(proxied), "is", "are"))
+	}
+	return s
 }
 
 // evidence is " (what showed it; ...)", or "" when nothing did.

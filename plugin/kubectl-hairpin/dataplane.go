@@ -20,6 +20,9 @@ type Dataplane struct {
 	Objects []string
 	// Unknown says which fact could not be read; "" when all could.
 	Unknown string
+	// NoVersion says why Version is nil though every read was allowed: no
+	// image read names it.
+	NoVersion string
 }
 
 // The first versions that honour ipMode: Proxy (KEP-1860): kube-proxy's
@@ -69,6 +72,23 @@ func (d Dataplane) ignoresIPMode() string {
 		return fmt.Sprintf("Cilium v%s ignores it by mistake: %s", v, ciliumIPModeBugs)
 	}
 	return ""
+}
+
+// ipModeCases gives the verdict on ipMode: Proxy of each version the
+// dataplane may have, for when its own is unknown.
+func (d Dataplane) ipModeCases() string {
+	if d.Cilium {
+		return "on Cilium 1.17.x and from 1.18.1 ipMode: Proxy is honoured; before 1.17, and on 1.18.0, it is ignored (1.18.0 by mistake: " + ciliumIPModeBugs + ")"
+	}
+	return "on kube-proxy 1.30 and later ipMode: Proxy is honoured; before 1.30 it is ignored (on 1.29 unless its LoadBalancerIPMode feature gate is on)"
+}
+
+// versionHowTo is how to find the dataplane's version by hand.
+func (d Dataplane) versionHowTo() string {
+	if d.Cilium {
+		return "cilium version in an agent pod, or the release notes of the distribution that installed Cilium"
+	}
+	return "kube-proxy --version on a node"
 }
 
 // upgradeHint is how to make the dataplane honour ipMode: Proxy.

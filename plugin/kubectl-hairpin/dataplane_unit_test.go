@@ -22,6 +22,7 @@ func TestDataplaneHonoursIPMode(t *testing.T) {
 		{"KubeProxy1.29", false, "v1.29.4", "LoadBalancerIPMode feature is on by default from 1.30"},
 		{"KubeProxy1.30", false, "v1.30.0", ""},
 		{"KubeProxyRKE2Tag", false, "v1.31.1-rke2r1", ""},
+		{"CiliumUnknownVersion", true, "", ""},
 		{"Cilium1.16", true, "v1.16.9", "Cilium reads ipMode from 1.17"},
 		{"Cilium1.17", true, "1.17.4", ""},
 		{"Cilium1.18.0", true, "v1.18.0", "cilium#40913, fixed in 1.18.1 by cilium#40915"},
@@ -64,6 +65,7 @@ func TestJudgeLBsOnTheDataplane(t *testing.T) {
 		{"IPModeProxyOnCilium1.19", cilium("1.19.5"), []*core.Service{lb}, false, "nothing is short-circuited: ns/lb 203.0.113.1 (ipMode: Proxy)"},
 		{"IPModeProxyOnCilium1.18.0", cilium("1.18.0"), []*core.Service{lb}, true, "Cilium (kube-proxy replacement) short-circuits ns/lb 203.0.113.1 (ipMode: Proxy, but Cilium v1.18.0 ignores it by mistake: cilium#40913"},
 		{"IPModeProxyOnCilium1.16", cilium("1.16.9"), []*core.Service{lb}, true, "ipMode: Proxy, but Cilium v1.16.9 ignores it"},
+		{"IPModeProxyOnCiliumOfUnknownVersion", Dataplane{Cilium: true}, []*core.Service{lb}, false, "nothing is short-circuited: ns/lb 203.0.113.1 (ipMode: Proxy, taken to be honoured: the dataplane's version is unknown)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := judgeLBs(tc.d, tc.lbs)

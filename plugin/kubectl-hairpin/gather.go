@@ -22,8 +22,9 @@ type gatherer struct {
 	api   servedAPIs
 	cache objects
 
-	// workloadsDenied: Deployments or DaemonSets could not be listed.
-	workloadsDenied bool
+	// deploymentsDenied, daemonSetsDenied: they could not be listed, so
+	// what is looked for among them is looked for some other way.
+	deploymentsDenied, daemonSetsDenied bool
 	// candidates are the controllers found, whether or not something says
 	// yet that they require PROXY; Facts.Controllers are those that do.
 	candidates []*Controller

@@ -24,39 +24,26 @@ const (
 	defaultDataplaneNS = "kube-system"
 )
 
+// ciliumNamespaces are where cilium-config is looked for when DaemonSets
+// cannot be listed to find the agent's: the chart's default, and
+// Cozystack's, whose cilium package installs into cozy-cilium. A get of
+// known names needs no right to list ConfigMaps everywhere.
+var ciliumNamespaces = []string{defaultDataplaneNS, "cozy-cilium"}
+
 // gatherDataplane finds out who short-circuits load-balancer addresses:
-// Cilium when its cilium-config says it replaces kube-proxy, else
-// kube-proxy, whose version is its DaemonSet's image tag, or the
-// apiserver's when it runs some other way (a static pod, a host service).
+// Cilium when its cilium-config says it replaces kube-proxy, of the
+// version its own images name (cilium_version.go), else kube-proxy, whose
+// version is its DaemonSet's image tag, or the apiserver's when it runs
+// some other way (a static pod, a host service).
 func (g *gatherer) gatherDataplane(ctx context.Context) error {
 	d := &g.f.Dataplane
 	agent, agentContainer := findDaemonSet(g.cache.daemonSets, ciliumName, ciliumAgent)
-	if agent != nil || g.workloadsDenied {
-		ns := defaultDataplaneNS
-		if agent != nil {
-			ns = agent.Namespace
-		}
-		cm, err := g.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, ciliumConfig, meta.GetOptions{})
-		ok, err := g.read(err, "get configmaps/"+ciliumConfig+" in "+ns, "whether Cilium replaces kube-proxy is unknown")
-		if err != nil {
-			return err
-		}
-		switch kpr, set := "", false; {
-		case ok:
-			kpr, set = cm.Data[ciliumKPRKey]
-			d.Evidence = append(d.Evidence, fmt.Sprintf("ConfigMap %s/%s: %s: %q", ns, ciliumConfig, ciliumKPRKey, kpr))
-			d.Objects = append(d.Objects, "configmap/"+ns+"/"+ciliumConfig)
-			d.Cilium = set && (kpr == "true" || kpr == "strict")
-		case agent != nil:
-			d.Unknown = fmt.Sprintf("Cilium runs (daemonset/%s/%s), but its %s could not be read", agent.Namespace, agent.Name, ciliumConfig)
-		}
+	ns, err := g.readCiliumConfig(ctx, agent)
+	if err != nil {
+		return err
 	}
 	if d.Cilium {
-		if agent == nil {
-			d.Unknown = "Cilium's DaemonSet was not found, so its version is unknown"
-			return nil
-		}
-		d.Version = g.imageVersion(agent, agentContainer)
+		g.ciliumVersion(ns, agent, agentContainer)
 		return nil
 	}
 
@@ -66,8 +53,12 @@ func (g *gatherer) gatherDataplane(ctx context.Context) error {
 			return nil
 		}
 	}
-	if g.workloadsDenied && d.Unknown == "" {
+	if g.daemonSetsDenied && d.Unknown == "" {
 		d.Unknown = "DaemonSets could not be listed, so kube-proxy's version is taken from the apiserver"
+		if ns == "" {
+			d.Unknown = "DaemonSets could not be listed and no " + ciliumConfig + " could be read in " + strings.Join(ciliumNamespaces, " or ") +
+				", so whether Cilium replaces kube-proxy is unknown: kube-proxy is assumed, of the apiserver's version"
+		}
 	}
 	info, err := g.c.Kube.Discovery().ServerVersion()
 	if ok, err := g.read(err, "get the apiserver's /version", "kube-proxy's version is unknown"); !ok {
@@ -83,6 +74,39 @@ func (g *gatherer) gatherDataplane(ctx context.Context) error {
 	return nil
 }
 
+// readCiliumConfig reads cilium-config beside the agent, or, when
+// DaemonSets could not be listed, in ciliumNamespaces; it returns the
+// namespace it was read in, "" when none.
+func (g *gatherer) readCiliumConfig(ctx context.Context, agent *apps.DaemonSet) (string, error) {
+	d := &g.f.Dataplane
+	namespaces := ciliumNamespaces
+	switch {
+	case agent != nil:
+		namespaces = []string{agent.Namespace}
+	case !g.daemonSetsDenied:
+		return "", nil
+	}
+	for _, ns := range namespaces {
+		cm, err := g.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, ciliumConfig, meta.GetOptions{})
+		ok, err := g.read(err, "get configmaps/"+ciliumConfig+" in "+ns, "whether Cilium replaces kube-proxy is unknown")
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			continue
+		}
+		kpr, set := cm.Data[ciliumKPRKey]
+		d.Evidence = append(d.Evidence, fmt.Sprintf("ConfigMap %s/%s: %s: %q", ns, ciliumConfig, ciliumKPRKey, kpr))
+		d.Objects = append(d.Objects, "configmap/"+ns+"/"+ciliumConfig)
+		d.Cilium = set && (kpr == "true" || kpr == "strict")
+		return ns, nil
+	}
+	if agent != nil {
+		d.Unknown = fmt.Sprintf("Cilium runs (daemonset/%s/%s), but its %s could not be read", agent.Namespace, agent.Name, ciliumConfig)
+	}
+	return "", nil
+}
+
 // imageVersion is the version in the tag of a DaemonSet's container image,
 // recorded as evidence; nil when the tag is not a version.
 func (g *gatherer) imageVersion(ds *apps.DaemonSet, container int) *version.Version {
@@ -95,41 +119,4 @@ func (g *gatherer) imageVersion(ds *apps.DaemonSet, container int) *version.Vers
 		return nil
 	}
 	return v
-}
-
-// findDaemonSet returns the DaemonSet labelled k8s-app=name (else named
-// name), and the index of its container named container (else the first).
-func findDaemonSet(list []apps.DaemonSet, name, container string) (*apps.DaemonSet, int) {
-	var found *apps.DaemonSet
-	for i := range list {
-		ds := &list[i]
-		if len(ds.Spec.Template.Spec.Containers) == 0 {
-			continue
-		}
-		if ds.Labels[k8sAppLabel] == name {
-			found = ds
-			break
-		}
-		if ds.Name == name && found == nil {
-			found = ds
-		}
-	}
-	if found == nil {
-		return nil, 0
-	}
-	for i, c := range found.Spec.Template.Spec.Containers {
-		if c.Name == container {
-			return found, i
-		}
-	}
-	return found, 0
-}
-
-// imageTag is the tag of an image reference ("" without one): what follows
-// the last ':' after the last '/', before any digest.
-func imageTag(image string) string {
-	image, _, _ = strings.Cut(image, "@")
-	name := image[strings.LastIndex(image, "/")+1:]
-	_, tag, _ := strings.Cut(name, ":")
-	return tag
 }

@@ -53,7 +53,7 @@ func (g *gatherer) gatherIngressNginx(ctx context.Context) error {
 		}
 		g.candidates = append(g.candidates, c)
 	}
-	if len(instances) > 0 && !g.workloadsDenied {
+	if len(instances) > 0 && !g.deploymentsDenied && !g.daemonSetsDenied {
 		return nil
 	}
 	return g.nginxConfigMapsWithoutWorkload(ctx, covered)

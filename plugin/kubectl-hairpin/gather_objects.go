@@ -94,12 +94,12 @@ func (g *gatherer) listObjects(ctx context.Context) error {
 	if err := g.keep(err, "list deployments.apps in all namespaces", "ingress-nginx controllers are looked for only by their ConfigMaps", func() { o.deployments = deps.Items }); err != nil {
 		return err
 	}
-	g.workloadsDenied = apierrors.IsForbidden(err)
+	g.deploymentsDenied = apierrors.IsForbidden(err)
 	dss, err := kube.AppsV1().DaemonSets("").List(ctx, all)
 	if err := g.keep(err, "list daemonsets.apps in all namespaces", "ingress-nginx DaemonSets and node-local-dns are not looked for", func() { o.daemonSets = dss.Items }); err != nil {
 		return err
 	}
-	g.workloadsDenied = g.workloadsDenied || apierrors.IsForbidden(err)
+	g.daemonSetsDenied = apierrors.IsForbidden(err)
 	ics, err := kube.NetworkingV1().IngressClasses().List(ctx, all)
 	if err := g.keep(err, "list ingressclasses.networking.k8s.io", "the classes of controllers and Ingresses are guessed", func() { o.ingressClasses = ics.Items }); err != nil {
 		return err

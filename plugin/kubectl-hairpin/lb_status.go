@@ -42,7 +42,7 @@ func judgeLBs(d Dataplane, lbs []*core.Service) lbVerdict {
 					shortcut = append(shortcut, fmt.Sprintf("%s %s (ipMode: Proxy, but %s)", name, in.IP, why))
 					continue
 				}
-				proxied = append(proxied, fmt.Sprintf("%s %s (ipMode: Proxy)", name, in.IP))
+				proxied = append(proxied, fmt.Sprintf("%s %s (ipMode: Proxy%s)", name, in.IP, honouredProviso(d)))
 			case in.IP != "":
 				shortcut = append(shortcut, fmt.Sprintf("%s %s (ipMode: %s)", name, in.IP, ipModeOf(in)))
 			case in.Hostname != "":
@@ -63,6 +63,15 @@ func judgeLBs(d Dataplane, lbs []*core.Service) lbVerdict {
 // dataplane knows: a LoadBalancer, or any Service with externalIPs.
 func exposed(svc *core.Service) bool {
 	return svc.Spec.Type == core.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+}
+
+// honouredProviso qualifies an ipMode: Proxy taken to be honoured by a
+// dataplane whose version is unknown.
+func honouredProviso(d Dataplane) string {
+	if d.Version != nil {
+		return ""
+	}
+	return ", taken to be honoured: the dataplane's version is unknown"
 }
 
 func ipModeOf(in core.LoadBalancerIngress) string {
