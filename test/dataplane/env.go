@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -285,6 +286,27 @@ func (e *Env) CurlFrom(ctx context.Context, pod, url string) (string, error) {
 		return out + errOut, fmt.Errorf("curl %s in the %s pod: %w: %s", url, pod, err, strings.TrimSpace(errOut))
 	}
 	return out, nil
+}
+
+// CurlExitFrom requests url from the client Pod pod once and returns
+// curl's exit code and what it printed: a failure of the request is an
+// exit code, not an error (52 is an empty reply, 56 a reset); err is for
+// a curl that could not run.
+func (e *Env) CurlExitFrom(ctx context.Context, pod, url string) (int, string, error) {
+	script := `curl -sS -k --max-time 5 "$1"; echo "curl-exit=$?"`
+	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", "bash", "-c", script, "curl", url)
+	if err != nil {
+		return 0, out + errOut, fmt.Errorf("curl %s in the %s pod: %w: %s", url, pod, err, strings.TrimSpace(errOut))
+	}
+	body, code, ok := strings.Cut(out, "curl-exit=")
+	if !ok {
+		return 0, out + errOut, fmt.Errorf("curl %s in the %s pod printed no exit code: %q", url, pod, out)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(code))
+	if err != nil {
+		return 0, out + errOut, fmt.Errorf("curl %s in the %s pod: exit code %q: %w", url, pod, code, err)
+	}
+	return n, body + errOut, nil
 }
 
 // ConnectedPeer connects from the client Pod pod to addr, and returns the
