@@ -27,6 +27,31 @@
 //		// ... dial the answer, check ngx.WaitAccessLog for the real client address
 //	}
 //
+// # The house
+//
+// The packages under test/harness, each owning one thing:
+//
+//   - harness (this package): the control plane, child processes, nginx as
+//     ingress-nginx runs it, Helm, and the helpers below;
+//   - cluster: a single-node cluster with a real dataplane. What serves its
+//     Services is a [cluster.Dataplane], kube-proxy in a mode or Cilium
+//     with its chart values; a test asks its [cluster.Capabilities], never
+//     its name. The outside world (public DNS, HAProxy send-proxy), the
+//     workloads (kube-dns, ingress controllers, the Gateway controller) and
+//     Cilium's state queries live in files named for them;
+//   - node: the node agent, every Pod a process in a network namespace of
+//     its own, from its PodSpec (virtual-kubelet's node library);
+//   - netns, userns, rootfs, hoststate: network namespaces, the demo's user
+//     namespace, images' root filesystems, and the machine's state before
+//     and after (sysctls, rule sets, BPF), which nothing may change;
+//   - steady: the lifecycle tests' steady client, a command of its own.
+//
+// A test gets a cluster of a shape from test/dataplane: dataplane.Shared
+// (one cluster per dataplane name, shared by the package's stories) or
+// dataplane.StartWith (a Config: the dataplane's name, the distribution's
+// Corefile, the cluster domain, the controllers). HAIRPIN_DATAPLANES picks
+// which dataplanes a run covers ([cluster.Dataplanes]).
+//
 // # Helpers every test package shares
 //
 // Test packages use these instead of copies of their own:
