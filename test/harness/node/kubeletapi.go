@@ -27,8 +27,8 @@ import (
 // inside the node's namespace, over TLS with a self-signed certificate,
 // through virtual-kubelet's handlers. Like a kubelet with anonymous auth,
 // it does not check who calls. virtual-kubelet hands port-forward the two
-// stream timeouts swapped: a forward idle for StreamCreationTimeout (30 s)
-// is closed, and kubectl port-forward then exits.
+// stream timeouts swapped: its connection's idle timeout is
+// StreamCreationTimeout (30 s), not StreamIdleTimeout.
 func (n *Node) serveKubeletAPI() error {
 	cert, err := selfSigned(n.cfg.NodeName, n.cfg.NodeIP.AsSlice())
 	if err != nil {
