@@ -11,12 +11,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
@@ -55,6 +58,11 @@ type DocPlaceholder struct {
 //	| https://raw.githubusercontent.com/coredns-hairpin/hairpin/APPVERSION/PATH | PATH in this checkout      |
 //	| 10.43.0.10 (k3s's cluster DNS address)                        | the test cluster's kube-dns ClusterIP     |
 //	| 10.96.0.10 in manifests/rendered/tenant (tenant.dnsServiceIP)  | the same, when a page's block is rendered |
+//	| -n tenant-hairpin (another layout's release namespace)        | -n hairpin-system                         |
+//	| --coredns-namespace dns (another layout's CoreDNS)            | --coredns-namespace kube-system           |
+//
+// A kubeconfig context the docs name (`--context prod`) is not
+// substituted: the test's kubeconfig has it too, see [DocsContexts].
 //
 // Image references (ghcr.io/coredns-hairpin/coredns:APPVERSION, the client
 // image docker.io/nicolaka/netshoot:v0.14) and hosts (app.example.com, see
@@ -73,16 +81,26 @@ func DocPlaceholders(version, appVersion string, dnsIP netip.Addr) []DocPlacehol
 			"a file of the release's tag is the file of this checkout"},
 		{"10.43.0.10", dnsIP.String(),
 			"k3s's cluster DNS address: tenant mode's kube-dns Service takes the cluster's own"},
+		{"-n tenant-hairpin", "-n " + TargetNamespace,
+			"the example's release namespace is where the test cluster's release is"},
+		{"--coredns-namespace dns", "--coredns-namespace kube-system",
+			"the example's CoreDNS namespace is where the test cluster's CoreDNS is"},
 	}
 }
+
+// DocsContexts are the kubeconfig contexts the docs name for a user's
+// other clusters; the docs test's kubeconfig has each as a copy of the
+// test cluster's own, so that a command with --context runs for real.
+var DocsContexts = []string{"prod"}
 
 // DocsRun runs the shell commands of the docs on a shared cluster, as a
 // user runs them from a checkout: bash in the repository's root, kubectl
 // built by `make tools`, helm, and kubectl-hairpin on PATH, KUBECONFIG set
-// to the cluster's admin kubeconfig. Before a command it brings the
-// cluster into the state the command assumes (nothing of ours installed
-// before an install, a release before an upgrade), and [DocsRun.Close]
-// leaves the cluster as [Shared] handed it over.
+// to the cluster's admin kubeconfig (with [DocsContexts]). Before a
+// command it brings the cluster into the state the command assumes
+// (nothing of ours installed before an install, a release before an
+// upgrade), and [DocsRun.Close] leaves the cluster as [Shared] handed it
+// over.
 type DocsRun struct {
 	e            *Env
 	root, bin    string
@@ -96,6 +114,13 @@ type DocsRun struct {
 	hadNamespace bool
 	// corefile is kube-dns's Corefile before the pages ran.
 	corefile string
+
+	// page is the page StartPage began, until EndPage; pageEnv is env
+	// as it was then, which a page's `export` lines change.
+	page    string
+	pageEnv []string
+	// jobs are the page's background commands.
+	jobs []*job
 }
 
 // MonitoringCRDs is the folder of prometheus-operator's ServiceMonitor and
@@ -126,9 +151,13 @@ func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
 		}
 	}
 	home := t.TempDir()
+	kubeconfig := filepath.Join(home, "kubeconfig")
+	if err := writeKubeconfigWithContexts(e.CP.Kubeconfig, kubeconfig, DocsContexts...); err != nil {
+		return nil, fmt.Errorf("docs: %w", err)
+	}
 	d.env = append([]string{
 		"PATH=" + d.bin + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"HOME=" + home, "KUBECONFIG=" + e.CP.Kubeconfig, "LANG=C.UTF-8",
+		"HOME=" + home, "KUBECONFIG=" + kubeconfig, "LANG=C.UTF-8",
 	}, e.Helm.Env()...)
 	cs := e.CP.Clientset
 	dns, err := cs.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
@@ -198,13 +227,76 @@ const (
 	customConfigMap      = "coredns-custom"
 )
 
-// StartPage brings the cluster into the state a page starts from, beyond
-// the broken one of StartDocs: docs/migrate.md finds and removes what the
-// controllers it replaces left behind, so they are there.
+// docPage is what a page assumes beyond the broken cluster of StartDocs:
+// start brings it before the page's first command, end takes it away
+// after its last one, so that the next page, and the cluster [Shared]
+// hands on, find the cluster as it was.
+type docPage struct {
+	start, end func(*DocsRun, context.Context) error
+}
+
+// docPages holds the pages that assume more than StartDocs gives.
+var docPages = map[string]docPage{
+	// docs/migrate.md finds and removes what the controllers it replaces
+	// left behind, so they are there; Close restores kube-dns's Corefile
+	// and removes coredns-custom.
+	"docs/migrate.md": {start: (*DocsRun).leaveReplacedControllers},
+	// The page's example values give a direct target a Service in the
+	// Gateway's namespace, where the chart puts the Role that lets CoreDNS
+	// read it: helm installs that Role into an existing namespace only.
+	"docs/gateway-api.md": {
+		start: func(d *DocsRun, ctx context.Context) error { return d.createNamespace(ctx, gatewaysNamespace) },
+		end:   func(d *DocsRun, ctx context.Context) error { return d.deleteNamespaces(ctx, gatewaysNamespace) },
+	},
+	// The page reads a Cozystack tenant's admin kubeconfig out of the
+	// Secret that Kamaji writes for its control plane, into a file in the
+	// working directory (the checkout here), and works with it.
+	"docs/install/cozystack.md": {start: (*DocsRun).writeTenantKubeconfig, end: (*DocsRun).removeTenantKubeconfig},
+}
+
+// gatewaysNamespace is the Gateway's namespace of
+// manifests/coredns-hairpin/examples/direct-target.yaml.
+const gatewaysNamespace = "gateways"
+
+// The Cozystack tenant of docs/install/cozystack.md: its namespace on the
+// management cluster, the Secret Kamaji writes there for the tenant's
+// control plane (TenantControlPlane kubernetes-foo), and the file the page
+// saves its admin.conf to.
+const (
+	tenantNamespace  = "tenant-foo"
+	tenantSecret     = "kubernetes-foo-admin-kubeconfig"
+	tenantKubeconfig = "foo-admin.conf"
+)
+
+// StartPage brings the cluster into the state page starts from.
 func (d *DocsRun) StartPage(ctx context.Context, page string) error {
-	if page != "docs/migrate.md" {
-		return nil
+	d.page, d.pageEnv = page, slices.Clone(d.env)
+	if p := docPages[page]; p.start != nil {
+		return p.start(d, ctx)
 	}
+	return nil
+}
+
+// EndPage ends the page StartPage began: it stops the page's background
+// jobs, forgets its exports, removes what its commands installed (see
+// [DocsRun.Reset]) and what its start brought. With no page begun it
+// only resets.
+func (d *DocsRun) EndPage(ctx context.Context) error {
+	errs := []error{d.stopJobs()}
+	page := d.page
+	if page != "" {
+		d.env, d.page, d.pageEnv = d.pageEnv, "", nil
+	}
+	errs = append(errs, d.Reset(ctx))
+	if p := docPages[page]; p.end != nil {
+		errs = append(errs, p.end(d, ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// leaveReplacedControllers writes into kube-dns's configuration what
+// ouroboros and compumike/hairpin-proxy leave there.
+func (d *DocsRun) leaveReplacedControllers(ctx context.Context) error {
 	cms := d.e.CP.Clientset.CoreV1().ConfigMaps("kube-system")
 	cm, err := cms.Get(ctx, "coredns", metav1.GetOptions{})
 	if err != nil {
@@ -221,6 +313,38 @@ func (d *DocsRun) StartPage(ctx context.Context, page string) error {
 	return err
 }
 
+// writeTenantKubeconfig makes the test cluster a Cozystack tenant of
+// itself: the Secret Kamaji writes for a tenant's control plane, in the
+// tenant's namespace, holds the test cluster's admin kubeconfig under
+// admin.conf and super-admin.conf.
+func (d *DocsRun) writeTenantKubeconfig(ctx context.Context) error {
+	kubeconfig, err := os.ReadFile(d.e.CP.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("docs: %w", err)
+	}
+	if err := d.createNamespace(ctx, tenantNamespace); err != nil {
+		return err
+	}
+	_, err = d.e.CP.Clientset.CoreV1().Secrets(tenantNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: tenantSecret, Namespace: tenantNamespace},
+		Data:       map[string][]byte{"admin.conf": kubeconfig, "super-admin.conf": kubeconfig},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("docs: the tenant's kubeconfig Secret: %w", err)
+	}
+	return nil
+}
+
+// removeTenantKubeconfig removes the tenant's namespace and the file the
+// page saved its kubeconfig to.
+func (d *DocsRun) removeTenantKubeconfig(ctx context.Context) error {
+	err := os.Remove(filepath.Join(d.root, tenantKubeconfig))
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	return errors.Join(err, d.deleteNamespaces(ctx, tenantNamespace))
+}
+
 // Placeholders returns the table the run substitutes with.
 func (d *DocsRun) Placeholders() []DocPlaceholder { return d.placeholders }
 
@@ -234,7 +358,9 @@ func (d *DocsRun) Substitute(command string) string {
 
 // Run runs one command of a page, substituted, with bash -o pipefail, and
 // returns its output. It first brings the cluster into the state the
-// command assumes.
+// command assumes. As in the user's shell, a command that ends with `&`
+// runs on in the background (see [DocsRun.startJob]), and the variables
+// an `export` line sets are set for the page's next commands.
 func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 	command = d.Substitute(command)
 	words, err := harness.ShellWords(command)
@@ -243,6 +369,9 @@ func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 	}
 	if err := d.prepare(ctx, words); err != nil {
 		return "", err
+	}
+	if bg, ok := harness.ShellBackground(command); ok {
+		return d.startJob(bg)
 	}
 	out, err := d.bash(ctx, command)
 	switch {
@@ -268,7 +397,137 @@ func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 		return out, err
 	}
 	d.record(words)
+	if err := d.export(ctx, command, words); err != nil {
+		return out, err
+	}
 	return out, d.checkAnswer(ctx, words, out)
+}
+
+// export sets the variables an `export NAME=VALUE` line sets in the
+// run's environment, with their values as bash expands them. The docs'
+// exports are assignments, so running the line again to read them
+// changes nothing.
+func (d *DocsRun) export(ctx context.Context, command string, words []string) error {
+	if len(words) < 2 || words[0] != "export" {
+		return nil
+	}
+	for _, w := range words[1:] {
+		name, _, ok := strings.Cut(w, "=")
+		if !ok {
+			continue
+		}
+		value, errOut, err := d.exec(ctx, nil, "/bin/bash", "-c", command+"\nprintf %s \"$"+name+"\"")
+		if err != nil {
+			return fmt.Errorf("docs: the value of %s: %w: %s", name, err, errOut)
+		}
+		d.env = slices.DeleteFunc(d.env, func(kv string) bool { return strings.HasPrefix(kv, name+"=") })
+		d.env = append(d.env, name+"="+value)
+	}
+	return nil
+}
+
+// jobReady is how long a background job of a page may take to say it is
+// up.
+const jobReady = 30 * time.Second
+
+// job is a command of a page that runs in the background until the page
+// ends, as `&` runs it in the user's shell.
+type job struct {
+	cmd  *exec.Cmd
+	out  *lineBuffer
+	done chan struct{}
+	err  error // once done is closed
+}
+
+// startJob starts a page's background command and waits until it has
+// written a line: a job of the docs is a server the page's next commands
+// talk to (kubectl port-forward), and the user waits for it to say where
+// it listens ("Forwarding from 127.0.0.1:9090 -> 9090") as the next
+// command could not connect before. A job that fails before it writes
+// fails the command; [DocsRun.EndPage] stops the job, which is not run
+// in the page's context (that ends with the command).
+func (d *DocsRun) startJob(command string) (string, error) {
+	cmd := exec.Command("/bin/bash", "-o", "pipefail", "-c", command)
+	cmd.Dir, cmd.Env = d.root, d.env
+	out := &lineBuffer{line: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group, so that stopping it stops what bash started
+	// too; and gone with the test if the test is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("docs: %s &: %w", command, err)
+	}
+	j := &job{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		j.err = cmd.Wait()
+		close(j.done)
+	}()
+	d.jobs = append(d.jobs, j)
+	select {
+	case <-out.line:
+		return out.String(), nil
+	case <-j.done:
+		if j.err != nil {
+			return out.String(), fmt.Errorf("docs: %s &: %w", command, j.err)
+		}
+		return out.String(), nil
+	case <-time.After(jobReady):
+		return out.String(), fmt.Errorf("docs: %s &: wrote nothing in %s", command, jobReady)
+	}
+}
+
+// stopJobs stops the page's background jobs: SIGTERM to each one's
+// process group, SIGKILL after a grace period. A job that ended before is
+// no error, as in a shell, where nothing waits for its status.
+func (d *DocsRun) stopJobs() error {
+	var errs []error
+	for _, j := range d.jobs {
+		pgid := j.cmd.Process.Pid
+		select {
+		case <-j.done:
+			continue
+		default:
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-j.done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			select {
+			case <-j.done:
+			case <-time.After(5 * time.Second):
+				errs = append(errs, fmt.Errorf("docs: background job %q (pid %d) does not end", j.cmd.Args[len(j.cmd.Args)-1], pgid))
+			}
+		}
+	}
+	d.jobs = nil
+	return errors.Join(errs...)
+}
+
+// lineBuffer collects a job's output and tells when the first line is
+// complete.
+type lineBuffer struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	line chan struct{}
+	seen bool
+}
+
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if !b.seen && bytes.IndexByte(p, '\n') >= 0 {
+		b.seen = true
+		close(b.line)
+	}
+	return len(p), nil
+}
+
+func (b *lineBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // isCheck reports whether words run `kubectl hairpin check`.
@@ -549,7 +808,7 @@ func (d *DocsRun) Reset(ctx context.Context) error {
 // controllers' ipMode back to VIP.
 func (d *DocsRun) Close(ctx context.Context) error {
 	cs := d.e.CP.Clientset
-	errs := []error{d.Reset(ctx)}
+	errs := []error{d.EndPage(ctx)}
 	if d.kubeDNSImage != "" {
 		dep, err := cs.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 		if err == nil && dep.Spec.Template.Spec.Containers[0].Image != d.kubeDNSImage {
@@ -581,9 +840,17 @@ func (d *DocsRun) Close(ctx context.Context) error {
 	if !d.hadNamespace {
 		namespaces = append(namespaces, TargetNamespace)
 	}
+	errs = append(errs, d.deleteNamespaces(ctx, namespaces...))
+	return errors.Join(errs...)
+}
+
+// deleteNamespaces deletes namespaces and waits until they are gone.
+func (d *DocsRun) deleteNamespaces(ctx context.Context, namespaces ...string) error {
+	cs := d.e.CP.Clientset
+	var errs []error
 	for _, ns := range namespaces {
 		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("docs: %w", err))
 		}
 	}
 	errs = append(errs, harness.Poll(ctx, func(ctx context.Context) error {
@@ -600,9 +867,34 @@ func (d *DocsRun) Close(ctx context.Context) error {
 // ensureNamespace creates the targets namespace if it is missing, as
 // `--create-namespace` would.
 func (d *DocsRun) ensureNamespace(ctx context.Context) error {
-	_, err := d.e.CP.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: TargetNamespace}}, metav1.CreateOptions{})
+	return d.createNamespace(ctx, TargetNamespace)
+}
+
+// createNamespace creates a namespace unless it exists.
+func (d *DocsRun) createNamespace(ctx context.Context, name string) error {
+	_, err := d.e.CP.Clientset.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		return fmt.Errorf("docs: %w", err)
+	}
+	return nil
+}
+
+// writeKubeconfigWithContexts writes the kubeconfig src to dst with each
+// of contexts added as a copy of src's current context.
+func writeKubeconfigWithContexts(src, dst string, contexts ...string) error {
+	cfg, err := clientcmd.LoadFromFile(src)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	current, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return fmt.Errorf("kubeconfig %s: no current context", src)
+	}
+	for _, name := range contexts {
+		cfg.Contexts[name] = current.DeepCopy()
+	}
+	if err := clientcmd.WriteToFile(*cfg, dst); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	return nil
 }

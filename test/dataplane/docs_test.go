@@ -130,7 +130,7 @@ func TestEveryDocCommandRunsOrIsMarked(t *testing.T) {
 					}
 					ran[page][b.how]++
 				}
-				if err := d.Reset(ctx); err != nil {
+				if err := d.EndPage(ctx); err != nil {
 					t.Fatal(err)
 				}
 			})

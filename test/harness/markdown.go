@@ -104,6 +104,17 @@ func ShellCommands(body string) []ShellCommand {
 	return cmds
 }
 
+// ShellBackground reports whether a command line runs in the background,
+// as sh does for one that ends with a lone `&` (not `&&`, not a
+// redirection such as `2>&1`), and returns it without the `&`.
+func ShellBackground(s string) (string, bool) {
+	t := strings.TrimRight(s, " \t\n")
+	if !strings.HasSuffix(t, "&") || strings.HasSuffix(t, "&&") || strings.HasSuffix(t, ">&") {
+		return s, false
+	}
+	return strings.TrimRight(strings.TrimSuffix(t, "&"), " \t"), true
+}
+
 // ShellWords splits one shell command line into words, as sh does for the
 // quoting the docs use ('...', "...", \-continued lines); a word starting
 // with # ends the command.

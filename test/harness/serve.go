@@ -15,18 +15,24 @@ func ServeTCP(t testing.TB, handle func(*net.TCPConn)) string {
 	if err != nil {
 		t.Fatalf("harness: listen: %v", err)
 	}
+	Serve(t, ln, handle)
+	return ln.Addr().String()
+}
+
+// Serve is ServeTCP on a TCP listener of the caller's, such as one opened
+// in a network namespace.
+func Serve(t testing.TB, ln net.Listener, handle func(*net.TCPConn)) {
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
-			c, err := ln.AcceptTCP()
+			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
 			go func() {
 				defer c.Close()
-				handle(c)
+				handle(c.(*net.TCPConn))
 			}()
 		}
 	}()
-	return ln.Addr().String()
 }

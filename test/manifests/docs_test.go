@@ -74,3 +74,25 @@ func TestShellWordsSplitsAsShDoes(t *testing.T) {
 		t.Errorf("an unterminated quote was accepted")
 	}
 }
+
+// TestShellBackgroundIsALoneTrailingAmpersand is a table test of how the
+// docs test tells a background job from a command it waits for.
+func TestShellBackgroundIsALoneTrailingAmpersand(t *testing.T) {
+	for _, tt := range []struct {
+		in, want string
+		bg       bool
+	}{
+		{"kubectl port-forward deploy/x 9090 &", "kubectl port-forward deploy/x 9090", true},
+		{"sleep 1&", "sleep 1", true},
+		{"a \\\n  b &\n", "a \\\n  b", true},
+		{"a && b", "a && b", false},
+		{"a 2>&1", "a 2>&1", false},
+		{"a >&", "a >&", false},
+		{"a", "a", false},
+	} {
+		got, bg := harness.ShellBackground(tt.in)
+		if got != tt.want || bg != tt.bg {
+			t.Errorf("ShellBackground(%q) = %q, %v; want %q, %v", tt.in, got, bg, tt.want, tt.bg)
+		}
+	}
+}

@@ -29,7 +29,9 @@
 //   - stdout and stderr as pipes that the node drains into the container's
 //     log, and a stdin pipe for stdin: true, served through the kubelet
 //     API (containerLogs, exec, attach) that the apiserver proxies
-//     `kubectl logs`, `kubectl exec` and `kubectl run -i` to.
+//     `kubectl logs`, `kubectl exec` and `kubectl run -i` to;
+//   - `kubectl port-forward` through the same API, to the port on the
+//     loopback of the Pod's network namespace, as a CRI runtime forwards.
 //
 // Each container process is started by a copy of the running binary acting
 // as its shim (see internal/shim), so the package works the same from a

@@ -238,7 +238,8 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// syncBuffer collects the agent's log lines from its goroutines.
+// syncBuffer collects the agent's log lines, or a command's output, from
+// their goroutines.
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
@@ -248,6 +249,12 @@ func (b *syncBuffer) Printf(format string, args ...any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	fmt.Fprintf(&b.buf, time.Now().Format("15:04:05.000 ")+format+"\n", args...)
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) String() string {

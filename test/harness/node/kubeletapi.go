@@ -23,10 +23,12 @@ import (
 )
 
 // serveKubeletAPI serves the kubelet endpoints the apiserver proxies to
-// (containerLogs, exec, attach, pods) on NodeIP:KubeletPort inside the node's
-// namespace, over TLS with a self-signed certificate, through
-// virtual-kubelet's handlers. Like a kubelet with anonymous auth, it does
-// not check who calls.
+// (containerLogs, exec, attach, portForward, pods) on NodeIP:KubeletPort
+// inside the node's namespace, over TLS with a self-signed certificate,
+// through virtual-kubelet's handlers. Like a kubelet with anonymous auth,
+// it does not check who calls. virtual-kubelet hands port-forward the two
+// stream timeouts swapped: its connection's idle timeout is
+// StreamCreationTimeout (30 s), not StreamIdleTimeout.
 func (n *Node) serveKubeletAPI() error {
 	cert, err := selfSigned(n.cfg.NodeName, n.cfg.NodeIP.AsSlice())
 	if err != nil {
@@ -42,6 +44,7 @@ func (n *Node) serveKubeletAPI() error {
 	api.AttachPodRoutes(api.PodHandlerConfig{
 		RunInContainer:        n.execHandler,
 		AttachToContainer:     n.attachHandler,
+		PortForward:           n.portForwardHandler,
 		GetContainerLogs:      n.logsHandler,
 		GetPods:               pods,
 		GetPodsFromKubernetes: pods,

@@ -39,6 +39,7 @@ func TestNode(t *testing.T) {
 	t.Run("UnknownImageIsErrImagePull", func(t *testing.T) { testUnknownImage(t, f) })
 	t.Run("LogsLocallyAndThroughTheKubeletAPI", func(t *testing.T) { testLogs(t, f) })
 	t.Run("KubectlRunAttaches", func(t *testing.T) { testKubectlRunAttaches(t, f) })
+	t.Run("KubectlPortForward", func(t *testing.T) { testKubectlPortForward(t, f) })
 	t.Run("DeleteStopsTheProcessAndRemovesTheNamespace", func(t *testing.T) { testDelete(t, f) })
 	t.Run("DeletionGracePeriod", func(t *testing.T) { testGrace(t, f) })
 	t.Run("ReadinessIsProbedWhileTerminating", func(t *testing.T) { testReadinessWhileTerminating(t, f) })
