@@ -23,14 +23,32 @@ import (
 // says ProxyProtocol, a Gateway and an HTTPRoute it writes the data plane
 // as NGF names it and the statuses, and re-renders nginx.conf when the
 // route's hostnames change. An NginxProxy without the mode is rejected by
-// the CRD as NGF's is.
+// the CRD as NGF's is. The controller writes a data plane's objects one
+// after another, and a loaded machine can leave seconds between them: the
+// test must wait for each object it reads, however late it comes.
 func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
+	for _, tc := range []struct {
+		name       string
+		afterWrite func(kind, namespace, name string)
+	}{
+		{name: "DataPlaneWrittenAtOnce"},
+		{name: "DataPlaneWrittenLongAfterTheConfigMap", afterWrite: func(kind, _, _ string) {
+			if kind == "ConfigMap" {
+				time.Sleep(1500 * time.Millisecond)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testGatewayControllerPrograms(t, tc.afterWrite) })
+	}
+}
+
+func testGatewayControllerPrograms(t *testing.T, afterWrite func(kind, namespace, name string)) {
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{GatewayAPI: harness.GatewayStandard})
 	c := &Cluster{CP: cp}
-	gc, err := c.StartGatewayController(t)
+	gc, err := c.startGatewayController(t, afterWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +87,6 @@ func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gwc.Gateways("gw").Create(ctx, &gw.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "gw"},
-		Spec: gw.GatewaySpec{GatewayClassName: "nginx", Listeners: []gw.Listener{
-			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType, Hostname: ptr.To(gw.Hostname("*.example.com"))},
-		}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	route := &gw.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "gw"},
 		Spec: gw.HTTPRouteSpec{
@@ -85,6 +95,24 @@ func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 		},
 	}
 	if route, err = gwc.HTTPRoutes("gw").Create(ctx, route, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The Gateway comes last, once the controller holds all its nginx.conf
+	// is rendered from: its first pass writes the final ConfigMap, then
+	// the Deployment and the Service, so that a pause after the ConfigMap
+	// (afterWrite) finds any read of the others that does not wait.
+	harness.Eventually(t, time.Minute, "the controller's caches to hold the NginxProxy, GatewayClass and HTTPRoute", func() bool {
+		_, errP := gc.lists.proxies.ByNamespace("gw").Get("pp")
+		_, errC := gc.lists.classes.Get("nginx")
+		_, errR := gc.lists.routes.HTTPRoutes("gw").Get("app")
+		return errP == nil && errC == nil && errR == nil
+	})
+	if _, err := gwc.Gateways("gw").Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "gw"},
+		Spec: gw.GatewaySpec{GatewayClassName: "nginx", Listeners: []gw.Listener{
+			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType, Hostname: ptr.To(gw.Hostname("*.example.com"))},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
