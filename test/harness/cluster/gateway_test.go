@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,29 +116,36 @@ func testGatewayControllerPrograms(t *testing.T, afterWrite func(kind, namespace
 	}
 
 	name := GatewayServiceName("edge", "nginx")
-	conf := func(want ...string) error {
-		return harness.Poll(ctx, func(ctx context.Context) error {
+	// conf returns the nginx.conf that has all of want: what the test
+	// asserts of it next is then of the rendering it waited for, not of a
+	// second Get with no wait of its own.
+	conf := func(want ...string) (string, error) {
+		var text string
+		err := harness.Poll(ctx, func(ctx context.Context) error {
 			cm, err := cs.CoreV1().ConfigMaps("gw").Get(ctx, name+"-config", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
+			text = cm.Data["nginx.conf"]
 			for _, w := range want {
-				if !strings.Contains(cm.Data["nginx.conf"], w) {
-					return fmt.Errorf("nginx.conf lacks %q:\n%s", w, cm.Data["nginx.conf"])
+				if !strings.Contains(text, w) {
+					return fmt.Errorf("nginx.conf lacks %q:\n%s", w, text)
 				}
 			}
 			return nil
 		})
+		return text, err
 	}
-	if err := conf("listen 80 proxy_protocol default_server;", "server_name app.example.com;", "set_real_ip_from 10.0.0.0/8;"); err != nil {
+	if _, err := conf("listen 80 proxy_protocol default_server;", "server_name app.example.com;", "set_real_ip_from 10.0.0.0/8;"); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := cs.CoreV1().Services("gw").Get(ctx, name, metav1.GetOptions{})
+	// The controller writes the Deployment and the Service after the
+	// ConfigMap, each in a request of its own.
+	svc, err := harness.PollGet(ctx, cs.CoreV1().Services("gw").Get, name)
 	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 {
 		t.Fatalf("Service %s: %+v, %v; want a LoadBalancer on port 80", name, svc, err)
 	}
-	var dep *appsv1.Deployment
-	if dep, err = cs.AppsV1().Deployments("gw").Get(ctx, name, metav1.GetOptions{}); err != nil || dep.OwnerReferences[0].Name != "edge" {
+	if dep, err := harness.PollGet(ctx, cs.AppsV1().Deployments("gw").Get, name); err != nil || dep.OwnerReferences[0].Name != "edge" {
 		t.Fatalf("Deployment %s: %v; want one owned by the Gateway", name, err)
 	}
 	if err := harness.Poll(ctx, func(ctx context.Context) error {
@@ -176,11 +182,11 @@ func testGatewayControllerPrograms(t *testing.T, afterWrite func(kind, namespace
 	if _, err := gwc.HTTPRoutes("gw").Update(ctx, route, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := conf("server_name new.example.com;"); err != nil {
+	text, err := conf("server_name new.example.com;")
+	if err != nil {
 		t.Fatal(err)
 	}
-	cm, _ := cs.CoreV1().ConfigMaps("gw").Get(ctx, name+"-config", metav1.GetOptions{})
-	if strings.Contains(cm.Data["nginx.conf"], "other.example.org") {
-		t.Errorf("a route hostname outside the listener's is served:\n%s", cm.Data["nginx.conf"])
+	if strings.Contains(text, "other.example.org") {
+		t.Errorf("a route hostname outside the listener's is served:\n%s", text)
 	}
 }
