@@ -15,6 +15,9 @@ import (
 
 	"github.com/miekg/dns"
 	proxyproto "github.com/pires/go-proxyproto"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
@@ -86,6 +89,45 @@ func TestEventuallyReturnsOnceTheConditionHolds(t *testing.T) {
 	harness.Eventually(t, 5*time.Second, "the third check", func() bool { return n.Add(1) >= 3 })
 	if n.Load() != 3 {
 		t.Fatalf("checked %d times, want 3", n.Load())
+	}
+}
+
+// TestPollGetWaitsForTheObject: an object its controller has not written
+// yet is waited for; one that never comes ends in the context's error and
+// the last Get's, with no object.
+func TestPollGetWaitsForTheObject(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		foundAt int32 // the Get that finds the object; 0: none does
+	}{
+		{name: "FoundAtOnce", foundAt: 1},
+		{name: "FoundOnTheThirdGet", foundAt: 3},
+		{name: "NeverFound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gets atomic.Int32
+			get := func(_ context.Context, name string, _ metav1.GetOptions) (*corev1.ConfigMap, error) {
+				if n := gets.Add(1); tc.foundAt == 0 || n < tc.foundAt {
+					// As client-go does: an empty object beside the error.
+					return &corev1.ConfigMap{}, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
+				}
+				return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, nil
+			}
+			timeout := 10 * time.Second
+			if tc.foundAt == 0 {
+				timeout = 200 * time.Millisecond
+			}
+			cm, err := harness.PollGet(ctxTimeout(t, timeout), get, "app")
+			if tc.foundAt == 0 {
+				if !errors.Is(err, context.DeadlineExceeded) || !apierrors.IsNotFound(err) || cm != nil {
+					t.Fatalf("PollGet = %v, %v; want no object and an error wrapping the deadline and the NotFound", cm, err)
+				}
+				return
+			}
+			if err != nil || cm.Name != "app" || gets.Load() != tc.foundAt {
+				t.Fatalf("PollGet = %v, %v after %d Gets; want the object at Get %d", cm, err, gets.Load(), tc.foundAt)
+			}
+		})
 	}
 }
 

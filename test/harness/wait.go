@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A Probe makes one readiness check and returns nil when the thing is ready.
@@ -55,6 +56,26 @@ func PollEvery(ctx context.Context, interval time.Duration, probe Probe) error {
 		case <-ticker.C:
 		}
 	}
+}
+
+// PollGet polls get, a client's Get such as
+// Clientset.CoreV1().Services(ns).Get, until it finds the object name, and
+// returns it. A controller writes its objects one request after another,
+// and a loaded machine can leave seconds between two of them: having waited
+// for one says nothing of the others, so a test waits for each object a
+// controller writes before it reads it.
+func PollGet[T any](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error), name string) (T, error) {
+	var obj T
+	err := Poll(ctx, func(ctx context.Context) error {
+		var err error
+		obj, err = get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		var none T
+		return none, err
+	}
+	return obj, nil
 }
 
 // EventuallyInterval is how often [Eventually] checks its condition.

@@ -69,12 +69,24 @@ type GatewayController struct {
 	wake  chan struct{}
 	stop  context.CancelFunc
 	done  chan struct{}
+
+	// afterWrite is nil but in this package's tests, which pause in it to
+	// stand for a loaded machine: program's writes of one data plane can
+	// be seconds apart, and a test must not read one object as though the
+	// others came with it.
+	afterWrite func(kind, namespace, name string)
 }
 
 // StartGatewayController installs NGF's NginxProxy CRD and starts the
 // controller; [GatewayController.Stop] stops it and removes the CRD.
 func (c *Cluster) StartGatewayController(t testing.TB) (*GatewayController, error) {
-	gc := &GatewayController{c: c, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return c.startGatewayController(t, nil)
+}
+
+// startGatewayController takes the afterWrite hook here: set once the
+// controller runs, it would race with its first sync.
+func (c *Cluster) startGatewayController(t testing.TB, afterWrite func(kind, namespace, name string)) (*GatewayController, error) {
+	gc := &GatewayController{c: c, wake: make(chan struct{}, 1), done: make(chan struct{}), afterWrite: afterWrite}
 	var err error
 	if gc.gw, err = gwclient.NewForConfig(c.CP.Config); err != nil {
 		return nil, fmt.Errorf("cluster: gateway controller: %w", err)

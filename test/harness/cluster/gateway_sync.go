@@ -180,6 +180,7 @@ func (gc *GatewayController) program(ctx context.Context, p gatewayPlane) error 
 		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("configmap %s/%s: %w", ns, cm.Name, err)
 		}
+		gc.wrote("ConfigMap", ns, cm.Name)
 	} else if err != nil {
 		return err
 	} else if !maps.Equal(old.Data, cm.Data) {
@@ -187,12 +188,14 @@ func (gc *GatewayController) program(ctx context.Context, p gatewayPlane) error 
 		if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, old, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("configmap %s/%s: %w", ns, cm.Name, err)
 		}
+		gc.wrote("ConfigMap", ns, cm.Name)
 	}
 	dep, err := gc.lists.deployments.Deployments(ns).Get(p.name())
 	if apierrors.IsNotFound(err) {
 		if dep, err = cs.AppsV1().Deployments(ns).Create(ctx, gatewayDeployment(p, cm.Name), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("deployment %s/%s: %w", ns, p.name(), err)
 		}
+		gc.wrote("Deployment", ns, dep.Name)
 	} else if err != nil {
 		return err
 	}
@@ -201,10 +204,17 @@ func (gc *GatewayController) program(ctx context.Context, p gatewayPlane) error 
 		if svc, err = cs.CoreV1().Services(ns).Create(ctx, gatewayService(p), metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("service %s/%s: %w", ns, p.name(), err)
 		}
+		gc.wrote("Service", ns, svc.Name)
 	} else if err != nil {
 		return err
 	}
 	return gc.gatewayStatus(ctx, p, svc, dep.Status.AvailableReplicas > 0)
+}
+
+func (gc *GatewayController) wrote(kind, namespace, name string) {
+	if gc.afterWrite != nil {
+		gc.afterWrite(kind, namespace, name)
+	}
 }
 
 // gatewayDeployment runs nginx under a small agent: it starts nginx and

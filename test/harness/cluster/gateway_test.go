@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,14 +22,32 @@ import (
 // says ProxyProtocol, a Gateway and an HTTPRoute it writes the data plane
 // as NGF names it and the statuses, and re-renders nginx.conf when the
 // route's hostnames change. An NginxProxy without the mode is rejected by
-// the CRD as NGF's is.
+// the CRD as NGF's is. The controller writes a data plane's objects one
+// after another, and a loaded machine can leave seconds between them: the
+// test must wait for each object it reads, however late it comes.
 func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane")
 	}
+	for _, tc := range []struct {
+		name       string
+		afterWrite func(kind, namespace, name string)
+	}{
+		{name: "DataPlaneWrittenAtOnce"},
+		{name: "DataPlaneWrittenLongAfterTheConfigMap", afterWrite: func(kind, _, _ string) {
+			if kind == "ConfigMap" {
+				time.Sleep(1500 * time.Millisecond)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testGatewayControllerPrograms(t, tc.afterWrite) })
+	}
+}
+
+func testGatewayControllerPrograms(t *testing.T, afterWrite func(kind, namespace, name string)) {
 	cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{GatewayAPI: harness.GatewayStandard})
 	c := &Cluster{CP: cp}
-	gc, err := c.StartGatewayController(t)
+	gc, err := c.startGatewayController(t, afterWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +86,6 @@ func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gwc.Gateways("gw").Create(ctx, &gw.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "gw"},
-		Spec: gw.GatewaySpec{GatewayClassName: "nginx", Listeners: []gw.Listener{
-			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType, Hostname: ptr.To(gw.Hostname("*.example.com"))},
-		}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	route := &gw.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "gw"},
 		Spec: gw.HTTPRouteSpec{
@@ -87,31 +96,56 @@ func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 	if route, err = gwc.HTTPRoutes("gw").Create(ctx, route, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The Gateway comes last, once the controller holds all its nginx.conf
+	// is rendered from: its first pass writes the final ConfigMap, then
+	// the Deployment and the Service, so that a pause after the ConfigMap
+	// (afterWrite) finds any read of the others that does not wait.
+	harness.Eventually(t, time.Minute, "the controller's caches to hold the NginxProxy, GatewayClass and HTTPRoute", func() bool {
+		_, errP := gc.lists.proxies.ByNamespace("gw").Get("pp")
+		_, errC := gc.lists.classes.Get("nginx")
+		_, errR := gc.lists.routes.HTTPRoutes("gw").Get("app")
+		return errP == nil && errC == nil && errR == nil
+	})
+	if _, err := gwc.Gateways("gw").Create(ctx, &gw.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "gw"},
+		Spec: gw.GatewaySpec{GatewayClassName: "nginx", Listeners: []gw.Listener{
+			{Name: "http", Port: 80, Protocol: gw.HTTPProtocolType, Hostname: ptr.To(gw.Hostname("*.example.com"))},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	name := GatewayServiceName("edge", "nginx")
-	conf := func(want ...string) error {
-		return harness.Poll(ctx, func(ctx context.Context) error {
+	// conf returns the nginx.conf that has all of want: what the test
+	// asserts of it next is then of the rendering it waited for, not of a
+	// second Get with no wait of its own.
+	conf := func(want ...string) (string, error) {
+		var text string
+		err := harness.Poll(ctx, func(ctx context.Context) error {
 			cm, err := cs.CoreV1().ConfigMaps("gw").Get(ctx, name+"-config", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
+			text = cm.Data["nginx.conf"]
 			for _, w := range want {
-				if !strings.Contains(cm.Data["nginx.conf"], w) {
-					return fmt.Errorf("nginx.conf lacks %q:\n%s", w, cm.Data["nginx.conf"])
+				if !strings.Contains(text, w) {
+					return fmt.Errorf("nginx.conf lacks %q:\n%s", w, text)
 				}
 			}
 			return nil
 		})
+		return text, err
 	}
-	if err := conf("listen 80 proxy_protocol default_server;", "server_name app.example.com;", "set_real_ip_from 10.0.0.0/8;"); err != nil {
+	if _, err := conf("listen 80 proxy_protocol default_server;", "server_name app.example.com;", "set_real_ip_from 10.0.0.0/8;"); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := cs.CoreV1().Services("gw").Get(ctx, name, metav1.GetOptions{})
+	// The controller writes the Deployment and the Service after the
+	// ConfigMap, each in a request of its own.
+	svc, err := harness.PollGet(ctx, cs.CoreV1().Services("gw").Get, name)
 	if err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 {
 		t.Fatalf("Service %s: %+v, %v; want a LoadBalancer on port 80", name, svc, err)
 	}
-	var dep *appsv1.Deployment
-	if dep, err = cs.AppsV1().Deployments("gw").Get(ctx, name, metav1.GetOptions{}); err != nil || dep.OwnerReferences[0].Name != "edge" {
+	if dep, err := harness.PollGet(ctx, cs.AppsV1().Deployments("gw").Get, name); err != nil || dep.OwnerReferences[0].Name != "edge" {
 		t.Fatalf("Deployment %s: %v; want one owned by the Gateway", name, err)
 	}
 	if err := harness.Poll(ctx, func(ctx context.Context) error {
@@ -148,11 +182,11 @@ func TestGatewayControllerProgramsFromObjects(t *testing.T) {
 	if _, err := gwc.HTTPRoutes("gw").Update(ctx, route, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := conf("server_name new.example.com;"); err != nil {
+	text, err := conf("server_name new.example.com;")
+	if err != nil {
 		t.Fatal(err)
 	}
-	cm, _ := cs.CoreV1().ConfigMaps("gw").Get(ctx, name+"-config", metav1.GetOptions{})
-	if strings.Contains(cm.Data["nginx.conf"], "other.example.org") {
-		t.Errorf("a route hostname outside the listener's is served:\n%s", cm.Data["nginx.conf"])
+	if strings.Contains(text, "other.example.org") {
+		t.Errorf("a route hostname outside the listener's is served:\n%s", text)
 	}
 }

@@ -1,10 +1,13 @@
 package node_test
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -30,7 +33,11 @@ func testEnv(t *testing.T, f *fixture) {
 		}},
 	}, metav1.CreateOptions{})
 	must(t, err)
-	kube, err := f.client.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	// kube-apiserver writes the kubernetes Service once it is ready, after
+	// the default namespace that the control plane's start waited for.
+	kubeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	kube, err := harness.PollGet(kubeCtx, f.client.CoreV1().Services("default").Get, "kubernetes")
 	must(t, err)
 	kubeIP, webIP := kube.Spec.ClusterIP, web.Spec.ClusterIP
 

@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +67,11 @@ func testNodeObject(t *testing.T, f *fixture) {
 		t.Fatalf("node: ready=%v internalIP=%s podCIDR=%s kubelet port=%d allocatable=%v",
 			ready, internal, n.Spec.PodCIDR, n.Status.DaemonEndpoints.KubeletEndpoint.Port, n.Status.Allocatable)
 	}
-	if _, err := f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), "node-a", metav1.GetOptions{}); err != nil {
+	// The agent's lease controller writes the Lease in a goroutine of its
+	// own, after the Node that Start waited for.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := harness.PollGet(ctx, f.client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get, "node-a"); err != nil {
 		t.Fatalf("node lease: %v", err)
 	}
 }
