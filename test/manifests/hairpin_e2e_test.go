@@ -134,12 +134,13 @@ func createIngress(t *testing.T, cp *harness.ControlPlane, name, class, host str
 	}
 }
 
-// clusterIP returns the ClusterIP of Service namespace/name.
+// clusterIP returns the ClusterIP of Service namespace/name, once it
+// exists: kube-apiserver writes default/kubernetes itself, after it is up.
 func clusterIP(t *testing.T, cp *harness.ControlPlane, namespace, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	svc, err := cp.Clientset.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	svc, err := harness.PollGet(ctx, cp.Clientset.CoreV1().Services(namespace).Get, name)
 	if err != nil {
 		t.Fatal(err)
 	}
