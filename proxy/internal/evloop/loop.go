@@ -27,8 +27,12 @@ type Loop struct {
 	slots []slot   // token slot → handler
 	free  []uint32 // free slot numbers
 
-	now  time.Time // the clock, read once per batch
-	stop bool
+	events []unix.EpollEvent             // one batch
+	timers func(now time.Time) time.Time // Run's
+	next   time.Time                     // when timers must run next; zero: no deadline
+	work   func(fd uintptr) bool         // l.batches, bound once
+	now    time.Time                     // the clock, read once per batch
+	stop   bool
 
 	mu       sync.Mutex
 	inbox    []func()
@@ -89,17 +93,13 @@ func (l *Loop) Run(timers func(now time.Time) time.Time) {
 	defer close(l.done)
 	defer l.Close()
 	defer l.exit()
-	events := make([]unix.EpollEvent, Batch)
+	l.events = make([]unix.EpollEvent, Batch)
+	l.timers = timers
+	l.work = l.batches
 	l.now = time.Now()
-	next := timers(l.now)
+	l.next = timers(l.now)
 	for !l.stop {
-		n := l.wait(events, next)
-		l.now = time.Now()
-		for i := range n {
-			l.dispatch(&events[i])
-		}
-		l.drainInbox()
-		next = timers(l.now)
+		l.wait()
 	}
 }
 

@@ -15,9 +15,11 @@ import (
 // wait: a deadline fires at most this late.
 const Grain = 10 * time.Millisecond
 
-// wait returns the next batch of events. With none ready it parks the
-// goroutine in the runtime poller, on the epoll descriptor, until there are,
-// something is posted, or next passes.
+// wait runs batches until Stop or the deadline: inside one RawConn.Read of
+// the epoll descriptor, which parks the goroutine in the runtime poller
+// whenever batches returns false, until the descriptor is readable (some
+// registered descriptor has an event), something is posted, or the
+// deadline passes.
 //
 // It never blocks in epoll_wait itself. A goroutine blocked in a system
 // call makes sysmon hand its P to another thread every 20 µs, which costs
@@ -38,28 +40,82 @@ const Grain = 10 * time.Millisecond
 // connections -2 %), and sysmon preempts every loop every 10 ms even when
 // idle; a second epoll armed one-shot only while parked did not lower
 // nginx's cost.
-func (l *Loop) wait(events []unix.EpollEvent, next time.Time) int {
-	if l.queued.Load() != 0 || (!next.IsZero() && !next.After(time.Now())) {
-		return l.poll(events)
-	}
-	if deadline := roundUp(next); !deadline.Equal(l.waitTo) {
-		_ = l.ep.SetReadDeadline(deadline)
-		l.waitTo = deadline
-	}
-	n := 0
-	l.sleeping.Store(true)
-	err := l.eprc.Read(func(uintptr) bool {
-		n = l.poll(events)
-		return n > 0 || l.queued.Load() != 0
-	})
+func (l *Loop) wait() {
+	err := l.eprc.Read(l.work)
 	l.sleeping.Store(false)
-	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+	switch {
+	case err == nil: // Stop
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Read fails at once while the passed deadline stands, before
+		// batches could run the timers that move it: clear it, and
+		// batches sets the next one before it parks.
+		_ = l.ep.SetReadDeadline(time.Time{})
+		l.waitTo = time.Time{}
+	default:
 		// Only a closed descriptor fails here, which Run never does
 		// while it waits; back off rather than spin.
 		time.Sleep(Grain)
 	}
-	return n
 }
+
+// batches is the callback of wait's Read: it runs batches of events,
+// posted functions and timers, and returns false to park the goroutine
+// until the epoll descriptor is readable, true once Stop was called.
+//
+// Why one Read for many batches: Read begins by resetting the descriptor's
+// readiness in the runtime poller, so a loop that called it for every wait
+// had to ask epoll once more before parking, or lose an edge that came
+// while it worked; after every batch that found the loop idle that asking
+// was one epoll_wait that returned nothing. Within one Read nothing resets
+// it: the poller's wait after a false return takes an edge that came since
+// the loop's last epoll_wait, or parks until one comes, and every event of
+// a registered descriptor after that epoll_wait makes one, since an epoll
+// instance wakes those polling it on each of its callbacks (epoll(7): "The
+// epoll file descriptor itself is pollable"). An edge that came before the
+// last epoll_wait costs one epoll_wait that returns nothing.
+//
+// So a batch of one event, the common case when the loop keeps up with its
+// peers, is followed by parking at once, the way HAProxy's loop sleeps in
+// its next epoll_wait. After a batch of two or more, more events likely
+// came while it ran, and one epoll_wait takes them without a park and a
+// wake-up (the runtime asks its own epoll before it parks a thread).
+func (l *Loop) batches(uintptr) bool {
+	l.sleeping.Store(false)
+	for {
+		n := l.poll(l.events)
+		if n > 0 || l.queued.Load() != 0 || l.due() {
+			l.now = time.Now()
+			for i := range n {
+				l.dispatch(&l.events[i])
+			}
+			l.drainInbox()
+			l.next = l.timers(l.now)
+			if l.stop {
+				return true
+			}
+			// A deadline timers returned at or before the batch's own
+			// clock is due at once; one later is set as the read deadline.
+			if n >= 2 || (!l.next.IsZero() && !l.next.After(l.now)) {
+				continue
+			}
+		}
+		if deadline := roundUp(l.next); !deadline.Equal(l.waitTo) {
+			_ = l.ep.SetReadDeadline(deadline)
+			l.waitTo = deadline
+		}
+		// Post writes the eventfd only when it sees sleeping; the last
+		// look at queued comes after sleeping is set (post.go).
+		l.sleeping.Store(true)
+		if l.queued.Load() == 0 {
+			return false
+		}
+		l.sleeping.Store(false)
+	}
+}
+
+// due reports whether the timers' deadline has passed: then the loop runs
+// them again without sleeping.
+func (l *Loop) due() bool { return !l.next.IsZero() && !l.next.After(time.Now()) }
 
 // poll is a non-blocking epoll_wait, raw like the loop's other calls: it
 // never blocks, so entersyscall's bookkeeping would buy nothing. It is
