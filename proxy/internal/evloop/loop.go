@@ -27,12 +27,14 @@ type Loop struct {
 	slots []slot   // token slot → handler
 	free  []uint32 // free slot numbers
 
-	events []unix.EpollEvent             // one batch
-	timers func(now time.Time) time.Time // Run's
-	next   time.Time                     // when timers must run next; zero: no deadline
-	work   func(fd uintptr) bool         // l.batches, bound once
-	now    time.Time                     // the clock, read once per batch
-	stop   bool
+	events  []unix.EpollEvent             // one batch
+	timers  func(now time.Time) time.Time // Run's
+	next    time.Time                     // when timers must run next; zero: no deadline
+	work    func(fd uintptr) bool         // l.batches, bound once
+	now     time.Time                     // the clock, read once per batch
+	asks    int8                          // recent asks after one-event batches: found minus empty (wait.go)
+	singles uint8                         // one-event batches, for the probe
+	stop    bool
 
 	mu       sync.Mutex
 	inbox    []func()

@@ -393,3 +393,38 @@ func TestEventDuringABatchWakesTheLoop(t *testing.T) {
 		within(t, 30*time.Second, fmt.Sprintf("%d events, each made during the batch before it", rounds), done)
 	}
 }
+
+// TestAskFollowsWhatAskingFoundLately: after a batch of one event the loop
+// asks epoll again while asking has found events more often than not
+// lately, parks at once after a run of empty asks, still asks on every
+// askProbe-th such batch then, and asks again once those probes find
+// events.
+func TestAskFollowsWhatAskingFoundLately(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		found   []bool // outcomes booked first
+		batches int    // one-event batches after them
+		asks    int    // how many of those ask
+	}{
+		{name: "a fresh loop asks", batches: 3, asks: 3},
+		{name: "asks that found events keep it asking", found: []bool{true, true, false}, batches: 5, asks: 5},
+		{name: "empty asks make it park at once, but for the probe", found: []bool{false, false, false}, batches: 2 * askProbe, asks: 2},
+		{name: "found events after empty ones bring asking back", found: []bool{false, false, true, true, true}, batches: 4, asks: 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l Loop
+			for _, f := range tc.found {
+				l.learn(f)
+			}
+			asks := 0
+			for range tc.batches {
+				if l.ask() {
+					asks++
+				}
+			}
+			if asks != tc.asks {
+				t.Fatalf("%d of %d one-event batches asked, want %d", asks, tc.batches, tc.asks)
+			}
+		})
+	}
+}

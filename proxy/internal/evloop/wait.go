@@ -74,15 +74,24 @@ func (l *Loop) wait() {
 // epoll file descriptor itself is pollable"). An edge that came before the
 // last epoll_wait costs one epoll_wait that returns nothing.
 //
-// So a batch of one event, the common case when the loop keeps up with its
-// peers, is followed by parking at once, the way HAProxy's loop sleeps in
-// its next epoll_wait. After a batch of two or more, more events likely
-// came while it ran, and one epoll_wait takes them without a park and a
-// wake-up (the runtime asks its own epoll before it parks a thread).
+// After a batch of two or more events, more likely came while it ran, and
+// one epoll_wait takes them without a park and a wake-up. After a batch of
+// one, either can be cheaper: asking costs one epoll_wait, which finds
+// events when the loop's peers run beside it on other cores; parking at
+// once saves the epoll_wait that would have found nothing when they do
+// not, but costs the runtime's own epoll_wait before it parks a thread
+// when events were there after all. So the loop asks while asking has
+// mostly found events lately (ask), and parks at once otherwise, the way
+// HAProxy's loop sleeps in its next epoll_wait.
 func (l *Loop) batches(uintptr) bool {
 	l.sleeping.Store(false)
+	asked := false
 	for {
 		n := l.poll(l.events)
+		if asked {
+			l.learn(n > 0)
+			asked = false
+		}
 		if n > 0 || l.queued.Load() != 0 || l.due() {
 			l.now = time.Now()
 			for i := range n {
@@ -98,6 +107,10 @@ func (l *Loop) batches(uintptr) bool {
 			if n >= 2 || (!l.next.IsZero() && !l.next.After(l.now)) {
 				continue
 			}
+			if n == 1 && l.ask() {
+				asked = true
+				continue
+			}
 		}
 		if deadline := roundUp(l.next); !deadline.Equal(l.waitTo) {
 			_ = l.ep.SetReadDeadline(deadline)
@@ -110,6 +123,28 @@ func (l *Loop) batches(uintptr) bool {
 			return false
 		}
 		l.sleeping.Store(false)
+	}
+}
+
+// askProbe: while parking at once, one batch of one event in this many
+// still asks, so that the loop notices when asking pays again.
+const askProbe = 16
+
+// ask reports whether to ask epoll again after a batch of one event: while
+// the asking after such batches has found events more often than not
+// lately, and on every askProbe-th such batch.
+func (l *Loop) ask() bool {
+	l.singles++
+	return l.asks >= 0 || l.singles%askProbe == 0
+}
+
+// learn books the outcome of an ask: a saturating count, up for an
+// epoll_wait that found events, down for one that found none.
+func (l *Loop) learn(found bool) {
+	if found {
+		l.asks = min(l.asks+1, 3)
+	} else {
+		l.asks = max(l.asks-1, -4)
 	}
 }
 
