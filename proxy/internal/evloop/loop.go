@@ -27,14 +27,8 @@ type Loop struct {
 	slots []slot   // token slot → handler
 	free  []uint32 // free slot numbers
 
-	events  []unix.EpollEvent             // one batch
-	timers  func(now time.Time) time.Time // Run's
-	next    time.Time                     // when timers must run next; zero: no deadline
-	work    func(fd uintptr) bool         // l.batches, bound once
-	now     time.Time                     // the clock, read once per batch
-	asks    int8                          // recent asks after one-event batches: found minus empty (wait.go)
-	singles uint8                         // one-event batches, for the probe
-	stop    bool
+	now  time.Time // the clock, read once per batch
+	stop bool
 
 	mu       sync.Mutex
 	inbox    []func()
@@ -95,13 +89,17 @@ func (l *Loop) Run(timers func(now time.Time) time.Time) {
 	defer close(l.done)
 	defer l.Close()
 	defer l.exit()
-	l.events = make([]unix.EpollEvent, Batch)
-	l.timers = timers
-	l.work = l.batches
+	events := make([]unix.EpollEvent, Batch)
 	l.now = time.Now()
-	l.next = timers(l.now)
+	next := timers(l.now)
 	for !l.stop {
-		l.wait()
+		n := l.wait(events, next)
+		l.now = time.Now()
+		for i := range n {
+			l.dispatch(&events[i])
+		}
+		l.drainInbox()
+		next = timers(l.now)
 	}
 }
 

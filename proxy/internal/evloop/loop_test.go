@@ -1,7 +1,6 @@
 package evloop
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -345,86 +344,5 @@ func TestTokenRoundTripsThroughTheEvent(t *testing.T) {
 		if got == wakeToken {
 			t.Errorf("slot %d gen %d reads as the wake-up token", tc.slot, tc.gen)
 		}
-	}
-}
-
-// pingPong is a Handler that drains its eventfd and signals the other one,
-// until rounds run out.
-type pingPong struct {
-	fd, other int
-	left      *atomic.Int32
-	done      chan struct{}
-}
-
-func (p *pingPong) Event(uint32) {
-	var b [8]byte
-	_, _ = unix.Read(p.fd, b[:])
-	if p.left.Add(-1) == 0 {
-		close(p.done)
-		return
-	}
-	one := [8]byte{1}
-	_, _ = unix.Write(p.other, one[:])
-}
-
-// TestEventDuringABatchWakesTheLoop: every batch holds one event, whose
-// handler makes the next one, after the batch's epoll_wait; the loop parks
-// right after such a batch without asking epoll again, so each of these
-// events must still wake it. A lost one stalls the exchange for good.
-func TestEventDuringABatchWakesTheLoop(t *testing.T) {
-	for _, rounds := range []int32{1, 2, 20000} {
-		l := newLoop(t)
-		a, b := eventfd(t), eventfd(t)
-		var left atomic.Int32
-		left.Store(rounds)
-		done := make(chan struct{})
-		pa := &pingPong{fd: a, other: b, left: &left, done: done}
-		pb := &pingPong{fd: b, other: a, left: &left, done: done}
-		for _, r := range []struct {
-			fd int
-			h  Handler
-		}{{a, pa}, {b, pb}} {
-			if _, err := l.Add(r.fd, unix.EPOLLIN|unix.EPOLLET, r.h); err != nil {
-				t.Fatal(err)
-			}
-		}
-		start(t, l, never)
-		signal(t, a)
-		within(t, 30*time.Second, fmt.Sprintf("%d events, each made during the batch before it", rounds), done)
-	}
-}
-
-// TestAskFollowsWhatAskingFoundLately: after a batch of one event the loop
-// asks epoll again while asking has found events more often than not
-// lately, parks at once after a run of empty asks, still asks on every
-// askProbe-th such batch then, and asks again once those probes find
-// events.
-func TestAskFollowsWhatAskingFoundLately(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		found   []bool // outcomes booked first
-		batches int    // one-event batches after them
-		asks    int    // how many of those ask
-	}{
-		{name: "a fresh loop asks", batches: 3, asks: 3},
-		{name: "asks that found events keep it asking", found: []bool{true, true, false}, batches: 5, asks: 5},
-		{name: "empty asks make it park at once, but for the probe", found: []bool{false, false, false}, batches: 2 * askProbe, asks: 2},
-		{name: "found events after empty ones bring asking back", found: []bool{false, false, true, true, true}, batches: 4, asks: 4},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var l Loop
-			for _, f := range tc.found {
-				l.learn(f)
-			}
-			asks := 0
-			for range tc.batches {
-				if l.ask() {
-					asks++
-				}
-			}
-			if asks != tc.asks {
-				t.Fatalf("%d of %d one-event batches asked, want %d", asks, tc.batches, tc.asks)
-			}
-		})
 	}
 }
