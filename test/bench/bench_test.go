@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -111,8 +112,10 @@ type Results struct {
 	MemExtra    map[string]any `json:"memory_extra"`
 	Proxy       ProxyResults   `json:"proxy"`
 	ProxyExtra  map[string]any `json:"proxy_extra"`
-	Scale       ScaleResults   `json:"scale"`
-	ScaleExtra  map[string]any `json:"scale_extra"`
+	// ProxyKeepalive is the keep-alive cost phase's (keepalive_test.go).
+	ProxyKeepalive *KeepaliveCost `json:"proxy_keepalive_cost,omitempty"`
+	Scale          ScaleResults   `json:"scale"`
+	ScaleExtra     map[string]any `json:"scale_extra"`
 	// Soak is `make soak`'s (soak_test.go); every bench run keeps it.
 	Soak *SoakResults `json:"soak,omitempty"`
 }
@@ -188,14 +191,14 @@ func TestBench(t *testing.T) {
 	}
 	cfg := newConfig()
 	only := phases(os.Getenv(EnvOnly))
-	proxyOnly := only != nil && len(only) == 1 && only["proxy"]
-	tools := []string{"dnsperf", "wrk", "haproxy", "curl"}
+	proxyOnly := only != nil && !slices.ContainsFunc(slices.Collect(maps.Keys(only)), func(p string) bool { return p != "proxy" && p != "keepalive" })
+	tools := []string{"dnsperf", "wrk", "haproxy", "curl", "perf", "unshare"}
 	if proxyOnly {
 		tools = tools[1:]
 	}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s is missing (make bench installs dnsperf, wrk, haproxy, nginx): %v", tool, err)
+			t.Fatalf("%s is missing (make bench installs dnsperf, wrk, haproxy, nginx, linux-perf): %v", tool, err)
 		}
 	}
 	bin := map[string]string{"proxy": harness.RequireBinary(t, "hairpin-proxy")}
@@ -228,8 +231,10 @@ func TestBench(t *testing.T) {
 	for _, phase := range []struct {
 		name string
 		run  func(*testing.T, config, map[string]string, *Results)
-	}{{"proxy", benchProxy}, {"kube", benchKube}, {"order", benchOrderPhase}, {"scale", benchScale}} {
-		if only == nil || only[phase.name] {
+	}{{"keepalive", benchKeepalive}, {"proxy", benchProxy}, {"kube", benchKube}, {"order", benchOrderPhase}, {"scale", benchScale}} {
+		// The proxy phase includes the keep-alive cost; BENCH_ONLY=keepalive
+		// runs that alone.
+		if only == nil || only[phase.name] || (phase.name == "keepalive" && only["proxy"]) {
 			t.Run(phase.name, func(t *testing.T) { phase.run(t, cfg, bin, res) })
 		}
 	}

@@ -9,6 +9,10 @@
 // multi-target index at scale (100,000 Ingresses over 100 targets: hit path,
 // memory on kubeadm's stock Corefile, first sync, propagation under 10
 // changes per second beside a bare client-go informer).
+// The proxy phase also measures what one keep-alive request costs ours and
+// HAProxy on one thread each, in system calls (counted by perf's syscall
+// tracepoints) and in CPU time (keepalive_test.go);
+// BENCH_ONLY=keepalive runs that alone.
 // BENCH_ONLY=scale (or proxy, kube, order) runs only those phases.
 //
 // `make soak SOAK=30m` (TestSoak, HAIRPIN_SOAK=30m) is the long run of the

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,12 +10,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +61,13 @@ func (p proxyPath) url(path string) string { return "http://" + p.addr + path }
 
 func startOurProxy(t *testing.T, bin string, upstream string, extra ...string) proxyPath {
 	t.Helper()
+	return startOurProxyEnv(t, nil, bin, upstream, extra...)
+}
+
+// startOurProxyEnv is startOurProxy with env added to the test's
+// environment (GOMAXPROCS=1: one event loop).
+func startOurProxyEnv(t *testing.T, env []string, bin string, upstream string, extra ...string) proxyPath {
+	t.Helper()
 	ip := harness.FreeLoopbackIP(t).String()
 	addr := harness.FreeAddr(t, ip)
 	health := harness.FreeAddr(t, "127.0.0.1")
@@ -64,7 +75,11 @@ func startOurProxy(t *testing.T, bin string, upstream string, extra ...string) p
 		"--route", addr + "=" + upstream + ",name=bench",
 		"--health-addr", health,
 		"--log-level", "warn"}, extra...)
-	proc := harness.StartProcess(t, "hairpin-proxy", bin, args...)
+	cmd := exec.Command(bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	proc := harness.StartCmd(t, "hairpin-proxy", cmd)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := proc.Ready(ctx, harness.HTTPProbe("http://"+health+"/readyz")); err != nil {
@@ -73,16 +88,16 @@ func startOurProxy(t *testing.T, bin string, upstream string, extra ...string) p
 	return proxyPath{name: "ours", addr: addr, proc: proc, health: health}
 }
 
-// startHAProxy runs HAProxy the way compumike/hairpin-proxy ships it: TCP
-// mode, one server with send-proxy (PROXY v1), with nbthread matching our
-// proxy's GOMAXPROCS.
-func startHAProxy(t *testing.T, upstream string) proxyPath {
-	t.Helper()
-	ip := harness.FreeLoopbackIP(t).String()
-	addr := harness.FreeAddr(t, ip)
-	conf := fmt.Sprintf(`global
+// haproxyConfig is HAProxy the way compumike/hairpin-proxy ships it: TCP
+// mode, one server with send-proxy (PROXY v1), with threads threads, and
+// everything else at its defaults: no splice (nosplice says so, though
+// HAProxy splices only when an option asks for it) and the default
+// buffers (tune.bufsize 16 KiB).
+func haproxyConfig(threads int, listen, upstream string) string {
+	return fmt.Sprintf(`global
     nbthread %d
     maxconn 5000
+    nosplice
 
 defaults
     mode tcp
@@ -96,8 +111,15 @@ frontend fe
 
 backend be
     server s1 %s send-proxy
-`, runtime.GOMAXPROCS(0), addr, upstream)
-	path := harness.WriteFile(t, t.TempDir(), "haproxy.cfg", conf)
+`, threads, listen, upstream)
+}
+
+// startHAProxy runs HAProxy with haproxyConfig.
+func startHAProxy(t *testing.T, upstream string, threads int) proxyPath {
+	t.Helper()
+	ip := harness.FreeLoopbackIP(t).String()
+	addr := harness.FreeAddr(t, ip)
+	path := harness.WriteFile(t, t.TempDir(), "haproxy.cfg", haproxyConfig(threads, addr, upstream))
 	proc := harness.StartProcess(t, "haproxy", haproxyPath, "-db", "-f", path)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -138,13 +160,73 @@ var (
 
 func runWrk(ctx context.Context, url string, conns int, d time.Duration, extra ...string) (wrkResult, string, error) {
 	args := append([]string{"-t1", "-c" + strconv.Itoa(conns), "-d" + strconv.Itoa(int(d.Seconds())) + "s", "--latency"}, extra...)
-	args = append(args, url)
+	return wrk(ctx, append(args, url), d)
+}
+
+// wrkStopScript makes wrk's one thread stop after a fixed number of
+// responses, the first argument after "--", and then create the file named
+// by the second: every path serves the same requests, and figures per
+// request divide by the same count. wrk itself runs on until its -d or a
+// SIGINT (which it takes as the end of the run); runWrkN sends that as
+// soon as the file is there, so req/s is not diluted by the wait.
+const wrkStopScript = `local left, marker
+function init(args) left, marker = tonumber(args[1]), args[2] end
+function response(status, headers, body)
+  left = left - 1
+  if left == 0 then
+    wrk.thread:stop()
+    io.open(marker, "w"):close()
+  end
+end
+`
+
+// runWrkN is runWrk for n requests (and at most d) with script, a file
+// holding wrkStopScript. The requests still in flight on the other
+// connections when the thread stops (conns-1 at most) are served too, but
+// not counted.
+func runWrkN(ctx context.Context, url, script string, conns, n int, d time.Duration) (wrkResult, string, error) {
+	marker := filepath.Join(filepath.Dir(script), fmt.Sprintf("done-%d", time.Now().UnixNano()))
+	ctx, cancel := context.WithTimeout(ctx, d+60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "wrk", "-t1", "-c"+strconv.Itoa(conns), "-d"+strconv.Itoa(int(d.Seconds()))+"s", "-s", script, url, "--", strconv.Itoa(n), marker)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return wrkResult{}, "", fmt.Errorf("wrk: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return wrkResult{}, out.String(), fmt.Errorf("wrk: %w\n%s", err, out.String())
+			}
+			return parseWrk(out.String())
+		case <-tick.C:
+			if _, err := os.Stat(marker); err == nil {
+				_ = cmd.Process.Signal(syscall.SIGINT)
+				tick.Stop()
+			}
+		}
+	}
+}
+
+// wrk runs wrk with args, for at most d, and reads its summary.
+func wrk(ctx context.Context, args []string, d time.Duration) (wrkResult, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, d+60*time.Second)
 	defer cancel()
 	out, err := run(ctx, "wrk", args...)
 	if err != nil {
 		return wrkResult{}, out, err
 	}
+	return parseWrk(out)
+}
+
+// parseWrk reads wrk's summary; it fails when no request completed.
+func parseWrk(out string) (wrkResult, string, error) {
 	var r wrkResult
 	if m := reRPS.FindStringSubmatch(out); m != nil {
 		r.RPS, _ = strconv.ParseFloat(m[1], 64)
@@ -190,7 +272,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 	}
 	paths := []proxyPath{
 		startOurProxy(t, bin["proxy"], ngx.HTTPAddr),
-		startHAProxy(t, ngx.HTTPAddr),
+		startHAProxy(t, ngx.HTTPAddr, runtime.GOMAXPROCS(0)),
 		{name: "direct", addr: ngx.PlainHTTPAddr},
 	}
 	// A second build of our proxy, interleaved with the others, to compare
@@ -347,7 +429,7 @@ func benchProxy(t *testing.T, cfg config, bin map[string]string, res *Results) {
 			case "ours":
 				p = startOurProxy(t, bin["proxy"], ngx.HTTPAddr)
 			case "haproxy":
-				p = startHAProxy(t, ngx.HTTPAddr)
+				p = startHAProxy(t, ngx.HTTPAddr, runtime.GOMAXPROCS(0))
 			default:
 				p = startOurProxy(t, alts[name], ngx.HTTPAddr)
 			}

@@ -66,6 +66,7 @@ func markdown(r *Results, failed bool) string {
 	row("proxy latency p99", q(pr.OursP99us)+" µs", fmt.Sprintf("direct %s µs (HAProxy %s µs)", q(pr.DirectP99us), q(pr.HAProxyP99us)), fmt.Sprintf("%+.0f µs vs direct", diff), "within 100 µs of direct", diff <= 100 && pr.OursP99us > 0)
 	orderRows(r, row)
 	scaleRows(r, row)
+	keepaliveRows(r, row)
 	rt = ratio(pr.OursRSSMB1kIdle, pr.HAProxyRSSMB1kIdle)
 	row("proxy RSS with 1000 idle connections", fmt.Sprintf("%.1f MiB", pr.OursRSSMB1kIdle), fmt.Sprintf("HAProxy %.1f MiB", pr.HAProxyRSSMB1kIdle), x(rt), "≤ HAProxy's", rt <= 1.0 && pr.OursRSSMB1kIdle > 0)
 	p("\n")
@@ -146,6 +147,7 @@ func markdown(r *Results, failed bool) string {
 	if run, ok := r.ProxyExtra["run"]; ok {
 		p("\n%v\n", run)
 	}
+	b.WriteString(keepaliveDetail(r))
 	b.WriteString(scaleDetail(r))
 	return b.String()
 }
