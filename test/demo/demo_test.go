@@ -72,7 +72,7 @@ func TestDemoRunsInAUserNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}
-	for _, want := range []string{"real dataplane (kube-proxy", "kubectl hairpin check", "The stack keeps running (DEMO_KEEP=1)", "release \"hairpin\" uninstalled", "\nDone.\n"} {
+	for _, want := range []string{"real dataplane (kube-proxy", "kubectl hairpin check", "keeps running (DEMO_KEEP=1): Enter uninstalls", "release \"hairpin\" uninstalled", "\nDone.\n"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the demo's output lacks %q", want)
 		}
