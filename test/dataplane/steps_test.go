@@ -3,6 +3,7 @@ package dataplane_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,18 +75,30 @@ func brokenWithoutHairpin(ctx context.Context, t *testing.T, e *dataplane.Env, i
 	}
 }
 
-// brokenHeaders returns the lines of an nginx error log that say "broken
-// header" for client addr (for any client when addr is ""): nginx ends an
-// HTTP connection's error line with ", client: ADDR, server: ...".
+// brokenHeaders returns the entries of an nginx error log that say "broken
+// header" for client addr (for any client when addr is ""). An entry starts
+// with nginx's timestamp and runs over several lines when the header it
+// quotes does (a request's lines), and ends ", client: ADDR, server: ...".
 func brokenHeaders(log, addr string) []string {
-	var out []string
+	var entries []string
 	for _, l := range strings.Split(log, "\n") {
-		if strings.Contains(l, "broken header") && (addr == "" || strings.Contains(l, "client: "+addr+",")) {
-			out = append(out, l)
+		if nginxEntry.MatchString(l) || len(entries) == 0 {
+			entries = append(entries, l)
+			continue
+		}
+		entries[len(entries)-1] += "\n" + l
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.Contains(e, "broken header") && (addr == "" || strings.Contains(e, "client: "+addr+",")) {
+			out = append(out, e)
 		}
 	}
 	return out
 }
+
+// nginxEntry is the start of an nginx error log entry: its timestamp.
+var nginxEntry = regexp.MustCompile(`^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} \[`)
 
 // checkFailsNamingEveryController: before the install the check fails,
 // names every controller's class, and names the dataplane as it is.
