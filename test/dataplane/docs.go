@@ -239,8 +239,11 @@ type docPage struct {
 var docPages = map[string]docPage{
 	// docs/migrate.md finds and removes what the controllers it replaces
 	// left behind, so they are there; Close restores kube-dns's Corefile
-	// and removes coredns-custom.
-	"docs/migrate.md": {start: (*DocsRun).leaveReplacedControllers},
+	// and removes coredns-custom. The page's removal is live only once
+	// every replica has reloaded (its reload plugin, up to a minute later),
+	// so the page ends when every replica answers the docs' host publicly
+	// again, not with the leftover rewrite: the next page asks for it.
+	"docs/migrate.md": {start: (*DocsRun).leaveReplacedControllers, end: (*DocsRun).waitLeftoversGone},
 	// The page's example values give a direct target a Service in the
 	// Gateway's namespace, where the chart puts the Role that lets CoreDNS
 	// read it: helm installs that Role into an existing namespace only.
@@ -311,6 +314,18 @@ func (d *DocsRun) leaveReplacedControllers(ctx context.Context) error {
 		Data:       map[string]string{"ouroboros.override": ouroborosOverride, "hairpin-proxy.override": hairpinProxyLeftover},
 	}, metav1.CreateOptions{})
 	return err
+}
+
+// waitLeftoversGone waits until every kube-dns replica answers the docs'
+// host with its public address: the rewrites that docs/migrate.md removes
+// are gone from what CoreDNS serves.
+func (d *DocsRun) waitLeftoversGone(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := d.e.WaitResolves(ctx, DocsController.Hosts[0], DocsController.LBIP); err != nil {
+		return fmt.Errorf("docs: after docs/migrate.md, %s still does not resolve to its public %s at every kube-dns replica (a leftover rewrite?): %w", DocsController.Hosts[0], DocsController.LBIP, err)
+	}
+	return nil
 }
 
 // writeTenantKubeconfig makes the test cluster a Cozystack tenant of
