@@ -75,7 +75,8 @@ func fullModes(names []string) []string {
 		}
 		last[dp.Capabilities().Agent] = n
 	}
-	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !slices.Contains(slices.Collect(maps.Values(last)), n) })
+	full := slices.Collect(maps.Values(last))
+	return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !slices.Contains(full, n) })
 }
 
 // Smoke reports whether mode runs the story's smoke only (broken, fixed,

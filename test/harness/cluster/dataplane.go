@@ -95,38 +95,36 @@ var AllDataplanes = append(slices.Clone(KubeProxyModes), ciliumName)
 // Dataplanes are the names of the dataplanes this run covers:
 // HAIRPIN_DATAPLANES, or all. A name that no dataplane has is dropped here
 // and reported by [DataplanesChosen].
-var Dataplanes = chosenDataplanes(os.Getenv(EnvDataplanes))
+var Dataplanes, dataplanesChosen, dataplanesErr = parseDataplanes(os.Getenv(EnvDataplanes))
 
 // DataplanesChosen reports whether HAIRPIN_DATAPLANES named the
 // dataplanes, rather than leaving the choice to the default, and an error
 // for a name that no dataplane has.
-func DataplanesChosen() (bool, error) {
-	v := os.Getenv(EnvDataplanes)
-	if v == "" {
-		return false, nil
-	}
-	for _, n := range strings.Split(v, ",") {
-		if n = strings.TrimSpace(n); n != "" && !slices.Contains(AllDataplanes, n) {
-			return true, fmt.Errorf("%s: %q is no dataplane; want some of %v", EnvDataplanes, n, AllDataplanes)
-		}
-	}
-	return true, nil
-}
+func DataplanesChosen() (bool, error) { return dataplanesChosen, dataplanesErr }
 
-func chosenDataplanes(v string) []string {
-	if strings.TrimSpace(v) == "" {
-		return slices.Clone(AllDataplanes)
-	}
-	var out []string
-	for _, n := range AllDataplanes {
-		for _, w := range strings.Split(v, ",") {
-			if strings.TrimSpace(w) == n {
-				out = append(out, n)
-				break
-			}
+// parseDataplanes reads HAIRPIN_DATAPLANES's value v: the dataplanes it
+// names, in [AllDataplanes]' order (all of them when it names none),
+// whether it named any, and an error for a name that no dataplane has.
+func parseDataplanes(v string) (names []string, chosen bool, err error) {
+	want := map[string]bool{}
+	for _, n := range strings.Split(v, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		want[n] = true
+		if !slices.Contains(AllDataplanes, n) && err == nil {
+			err = fmt.Errorf("%s: %q is no dataplane; want some of %v", EnvDataplanes, n, AllDataplanes)
 		}
 	}
-	return out
+	if len(want) == 0 {
+		return slices.Clone(AllDataplanes), false, err
+	}
+	for _, n := range AllDataplanes {
+		if want[n] {
+			names = append(names, n)
+		}
+	}
+	return names, true, err
 }
 
 // DataplaneNamed is the dataplane called name, with its defaults: a
