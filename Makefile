@@ -149,7 +149,7 @@ release: release-check images
 # test/dataplane runs apart, with a timeout of its own: its stories (the
 # story, Gateway, direct targets, lifecycle, docs) share one cluster per
 # mode and outgrow the 30 minutes every other package gets.
-RACE_PKGS = ./build/... ./plugin/... ./proxy/... ./test/harness ./test/harness/hoststate ./test/harness/netns \
+RACE_PKGS = ./build/... ./plugin/... ./proxy/... ./test/harness ./test/harness/cgroup2 ./test/harness/hoststate ./test/harness/netns \
 	./test/harness/node/... ./test/harness/rootfs ./test/harness/steady/... ./test/harness/userns
 PLAIN_PKGS = ./test/bench ./test/demo ./test/e2e ./test/harness/cluster ./test/images ./test/manifests ./test/release
 TEST_ENV = KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_HELM=$(HELM) HAIRPIN_ACTIONLINT=$(ACTIONLINT) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1

@@ -31,7 +31,13 @@ func (cp *ControlPlane) inNamespace(ns *netns.NS, assets string, apiserver *envt
 		}
 		// `ip netns exec` execs the binary in place, so envtest's signals
 		// reach it directly.
-		script := fmt.Sprintf("#!/bin/sh\nexec ip netns exec %s %s \"$@\"\n", ns.Name, real)
+		// envtest starts the wrapper, so it joins the namespace's cgroup
+		// itself.
+		join := ""
+		if ns.Cgroup != nil {
+			join = fmt.Sprintf("echo $$ > %s\n", ns.Cgroup.ProcsFile())
+		}
+		script := fmt.Sprintf("#!/bin/sh\n%sexec ip netns exec %s %s \"$@\"\n", join, ns.Name, real)
 		if err := os.WriteFile(filepath.Join(wrappers, name), []byte(script), 0o755); err != nil {
 			return "", fmt.Errorf("control plane: %w", err)
 		}

@@ -244,19 +244,25 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values []string)
 //     folder, and its API socket is reachable there for cilium-cni;
 //   - /run/cilium/netns is the machine's /run/netns, as the DaemonSet
 //     mounts it, where the Pods' namespaces are;
-//   - a bpffs of its own on /sys/fs/bpf and cgroup2 on /run/cilium/cgroupv2,
-//     gone with the namespace;
+//   - a bpffs of its own on /sys/fs/bpf, gone with the namespace;
+//   - the node's cgroup on /run/cilium/cgroupv2, its cgroup root: a bind
+//     mount of that child, since over a path that is no cgroup2 mount
+//     the agent mounts the hierarchy itself, whose root is the machine's.
+//     Its socket programs attach there, so they act on the node's
+//     processes only;
 //   - /proc/sys read-only, but for /proc/sys/net, which shows the node's
 //     namespace: the agent changes no machine-wide sysctl.
 const agentMounts = `set -e
-d=$1; shift
+d=$1 cg=$2; shift 2
 mount --rbind /run/netns "$d/run/netns"
 mount -t tmpfs -o mode=0755 cilium-run /run
 mkdir /run/cilium
 mount --rbind "$d/run" /run/cilium
 mount -t bpf bpffs /sys/fs/bpf
-mkdir -p /run/cilium/cgroupv2
-mount -t cgroup2 cgroup2 /run/cilium/cgroupv2
+mkdir -p /run/cilium/cgroupv2 /run/cgroup2
+mount -t cgroup2 cgroup2 /run/cgroup2
+mount --bind "/run/cgroup2/$cg" /run/cilium/cgroupv2
+umount /run/cgroup2
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount --bind /proc/sys/net /proc/sys/net
@@ -269,7 +275,7 @@ exec "$@"
 // rather than the container's /host/proc, the conflist and the CNI log in
 // the test's folder.
 func (cl *cilium) command(c *Cluster) *exec.Cmd {
-	cmd := c.topo.node.Command("unshare", "--mount", "--propagation", "slave", "/bin/sh", "-c", agentMounts, "cilium-mounts", cl.dir,
+	cmd := c.topo.node.Command("unshare", "--mount", "--propagation", "slave", "/bin/sh", "-c", agentMounts, "cilium-mounts", cl.dir, c.topo.cgroup.Name,
 		filepath.Join(cl.assets, "cilium-agent"),
 		"--config-dir="+filepath.Join(cl.dir, "config"),
 		"--k8s-kubeconfig-path="+c.CP.Kubeconfig,

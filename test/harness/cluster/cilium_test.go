@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cgroup2"
 	"github.com/coredns-hairpin/hairpin/test/harness/hoststate"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 	"github.com/coredns-hairpin/hairpin/test/harness/node"
@@ -82,6 +83,30 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		}); err != nil {
 			t.Errorf("%v; attached: %v", err, progs)
 		}
+		// Socket load balancing is the node's alone: its programs sit
+		// on the node's cgroup, the Pod is in it, and the machine's
+		// cgroup2 root has what it had.
+		pid, ok := c.Node.ContainerPID("default", "sleeper", "sleeper")
+		if !ok {
+			t.Fatal("the sleeper has no process")
+		}
+		if got, err := cgroup2.Of(pid); err != nil || got != c.NodeCgroup() {
+			t.Errorf("the Pod's process is in cgroup %q (%v); want the node's %q", got, err, c.NodeCgroup())
+		}
+		onNode, err := c.NodeCgroupPrograms()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(onNode, func(a hoststate.Attachment) bool { return a.Name == "cil_sock4_connect" }) {
+			t.Errorf("cil_sock4_connect is not attached to the node's cgroup; attached: %v", onNode)
+		}
+		now, err := hoststate.TakeBPF()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(now.Cgroup, before.BPF.Cgroup) {
+			t.Errorf("the cgroup2 root's programs changed while the agent runs: %v, were %v", now.Cgroup, before.BPF.Cgroup)
+		}
 		// The agent dies; teardown must still take what it attached.
 		_ = c.cilium.agent.StopTimeout(0)
 	})
@@ -90,6 +115,12 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 	}
 	if left := netns.Ours(); len(left) > 0 {
 		t.Errorf("namespaces left behind: %v", left)
+	}
+	if left, err := cgroup2.Ours(); err != nil || slices.ContainsFunc(left, func(n string) bool { return strings.HasPrefix(n, netns.Prefix) }) {
+		t.Errorf("cgroups left behind: %v (%v)", left, err)
+	}
+	if after, err := hoststate.TakeBPF(); err != nil || slices.ContainsFunc(after.Cgroup, func(a hoststate.Attachment) bool { return strings.HasPrefix(a.Name, "cil_") }) {
+		t.Errorf("programs attached to the cgroup2 root after teardown: %v (%v)", after.Cgroup, err)
 	}
 	if _, err := os.Stat("/run/cilium"); runCilium != nil && err == nil {
 		t.Errorf("cilium-agent left /run/cilium on the machine")

@@ -35,11 +35,10 @@ var defaultCiliumValues = []string{
 	// The test node's. Upstream's image, not Cozystack's rebuild of it.
 	"image.useDigest=false",
 	// Socket load balancing, which kube-proxy replacement turns on anyway
-	// (said here, or the ConfigMap would say bpf-lb-sock "false"),
-	// translates only sockets of the agent's own network namespace, the
-	// node's: none of the machine's.
+	// (said here, or the ConfigMap would say bpf-lb-sock "false"), in the
+	// node's namespace and the Pods' alike, as in Cozystack: its programs
+	// attach to the node's cgroup, which holds the node's processes only.
 	"socketLB.enabled=true",
-	"socketLB.hostNamespaceOnly=true",
 	// No Envoy binary can be had here.
 	"l7Proxy=false",
 	// No cilium-health binary either, and one node has no peers.

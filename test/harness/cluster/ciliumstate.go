@@ -116,17 +116,22 @@ func (c *Cluster) ciliumAPI(ctx context.Context, path string, v any) error {
 }
 
 // AttachedBPFPrograms returns the names of the BPF programs attached, on
-// this machine, to the cgroup2 root or through a BPF link (a device's
-// tcx hook, say), sorted, each once: in the cilium mode, the agent's
-// socket load balancer (cil_sock4_connect, from bpf_sock.c) and the Pods'
-// veth programs (cil_from_container, from bpf_lxc.c).
+// this machine, to the cgroup2 root, to the node's cgroup or through a BPF
+// link (a device's tcx hook, say), sorted, each once: in the cilium mode,
+// the agent's socket load balancer (cil_sock4_connect, from bpf_sock.c, on
+// the node's cgroup) and the Pods' veth programs (cil_from_container, from
+// bpf_lxc.c).
 func (c *Cluster) AttachedBPFPrograms() ([]string, error) {
 	b, err := hoststate.TakeBPF()
 	if err != nil {
 		return nil, err
 	}
+	node, err := c.NodeCgroupPrograms()
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
-	for _, a := range b.Cgroup {
+	for _, a := range append(b.Cgroup, node...) {
 		seen[a.Name] = true
 	}
 	for _, l := range b.Links {
@@ -141,6 +146,16 @@ func (c *Cluster) AttachedBPFPrograms() ([]string, error) {
 	sort.Strings(names)
 	return names, nil
 }
+
+// NodeCgroupPrograms returns the BPF programs attached to the node's
+// cgroup.
+func (c *Cluster) NodeCgroupPrograms() ([]hoststate.Attachment, error) {
+	return hoststate.CgroupPrograms(c.topo.cgroup.Path())
+}
+
+// NodeCgroup is the node's cgroup as /proc/PID/cgroup names it for a
+// process in it ("/hpt<PID>-node-NAME").
+func (c *Cluster) NodeCgroup() string { return "/" + c.topo.cgroup.Name }
 
 // CiliumPolicyEnforcement returns what cilium-agent enforces on the
 // endpoint of Pod namespace/name (its API's GET /v1/endpoint, the realized

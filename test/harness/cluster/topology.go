@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/coredns-hairpin/hairpin/test/harness/cgroup2"
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
-// topology is the node and outside namespaces and the link between them.
+// topology is the node and outside namespaces and the link between them,
+// and the node's cgroup: every process of the node's namespace, its Pods'
+// included, starts in it, and no other.
 type topology struct {
 	node, outside *netns.NS
+	cgroup        *cgroup2.Group
 }
 
 // newTopology creates the two namespaces: the node with NodeIP, forwarding
@@ -23,15 +27,22 @@ func newTopology(name string) (_ *topology, err error) {
 	if _, err := netns.Sweep(); err != nil {
 		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
 	}
+	if _, err := cgroup2.Sweep(); err != nil {
+		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
+	}
 	tp := &topology{}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, tp.close())
 		}
 	}()
+	if tp.cgroup, err = cgroup2.New("node-" + name); err != nil {
+		return nil, err
+	}
 	if tp.node, err = netns.New("node-" + name); err != nil {
 		return nil, err
 	}
+	tp.node.Cgroup = tp.cgroup
 	if tp.outside, err = netns.New("outside-" + name); err != nil {
 		return nil, err
 	}
@@ -61,13 +72,17 @@ func newTopology(name string) (_ *topology, err error) {
 	return tp, nil
 }
 
-// close deletes both namespaces, with everything inside.
+// close deletes both namespaces, with everything inside, and the node's
+// cgroup.
 func (tp *topology) close() error {
 	var errs []error
 	for _, n := range []*netns.NS{tp.node, tp.outside} {
 		if n != nil {
 			errs = append(errs, n.Close())
 		}
+	}
+	if tp.cgroup != nil {
+		errs = append(errs, tp.cgroup.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -97,6 +97,21 @@ func TakeBPF() (*BPF, error) {
 	return b, nil
 }
 
+// CgroupPrograms returns the programs attached to the cgroup at path (a
+// node's child of the cgroup2 hierarchy), sorted by ID.
+func CgroupPrograms(path string) ([]Attachment, error) {
+	out, err := bpftool("-j", "cgroup", "show", path)
+	if err != nil {
+		return nil, err
+	}
+	var as []Attachment
+	if err := unmarshal(out, &as); err != nil {
+		return nil, err
+	}
+	sort.Slice(as, func(i, j int) bool { return as[i].ID < as[j].ID })
+	return as, nil
+}
+
 // unmarshal reads bpftool's JSON; bpftool prints nothing, not [], for an
 // empty list on some versions.
 func unmarshal(out []byte, v any) error {

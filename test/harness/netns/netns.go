@@ -24,6 +24,9 @@ var Prefix = "hpt" + strconv.Itoa(os.Getpid()) + "-"
 type NS struct {
 	// Name is the namespace's name under [Dir].
 	Name string
+	// Cgroup, when set, is the cgroup every process of the namespace
+	// starts in: [NS.Command]'s, and those that others start there.
+	Cgroup Cgroup
 
 	mu     sync.Mutex
 	closed bool
@@ -48,11 +51,25 @@ func New(role string) (*NS, error) {
 	return n, nil
 }
 
+// Cgroup is a cgroup that processes start in (a node's child of the
+// cgroup2 hierarchy, package cgroup2).
+type Cgroup interface {
+	// Join makes cmd start in the cgroup.
+	Join(cmd *exec.Cmd)
+	// ProcsFile is a cgroup.procs that a script started by someone else
+	// writes its PID into before it execs.
+	ProcsFile() string
+}
+
 // Command returns cmd to run name with args inside the namespace (through
 // `ip netns exec`, which also gives it /etc/netns/NAME/ files and a fresh
-// /sys).
+// /sys), in its [NS.Cgroup] if it has one.
 func (n *NS) Command(name string, args ...string) *exec.Cmd {
-	return exec.Command("ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", n.Name, name}, args...)...)
+	if n.Cgroup != nil {
+		n.Cgroup.Join(cmd)
+	}
+	return cmd
 }
 
 // Run runs name with args inside the namespace and returns its combined
@@ -194,7 +211,7 @@ func Sweep() ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
-		pid, ok := creator(e.Name())
+		pid, ok := Creator(e.Name())
 		if !ok || pid == os.Getpid() {
 			continue
 		}
@@ -223,8 +240,8 @@ func Ours() []string {
 	return names
 }
 
-// creator parses the PID out of a name made by [New].
-func creator(name string) (int, bool) {
+// Creator parses the PID out of a name made with [Prefix]: its creator.
+func Creator(name string) (int, bool) {
 	rest, ok := strings.CutPrefix(name, "hpt")
 	if !ok {
 		return 0, false

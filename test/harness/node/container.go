@@ -148,7 +148,7 @@ func (c *container) runOnce() (exit int32, ran bool) {
 		c.event(corev1.EventTypeWarning, "Failed", "Error: %s", msg)
 		return 0, false
 	}
-	proc, err := startProcess(inst)
+	proc, err := startProcess(inst, c.p.n.cfg.NodeNS.Cgroup)
 	if err != nil {
 		c.setTerminated(inst, nil, 128, "StartError", err.Error())
 		c.event(corev1.EventTypeWarning, "Failed", "Error: %v", err)

@@ -76,6 +76,9 @@ func (n *Node) execStreams(ctx context.Context, c *container, cmd []string, stdi
 	// nsenter forks to enter the PID namespace; its process group lets a
 	// cancelled context kill the command too.
 	x.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if cg := n.cfg.NodeNS.Cgroup; cg != nil {
+		cg.Join(x) // the command is the Pod's, so the node's
+	}
 	x.Cancel = func() error { return syscall.Kill(-x.Process.Pid, syscall.SIGKILL) }
 	err = x.Run()
 	var exit *exec.ExitError

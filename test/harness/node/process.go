@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 	"github.com/coredns-hairpin/hairpin/test/harness/node/internal/shim"
 )
 
@@ -35,9 +36,9 @@ type process struct {
 	done  chan struct{} // closed once the process has exited and its output is in the log
 }
 
-// startProcess starts the shim of inst and returns once the container
+// startProcess starts the shim of inst, in cg when it is set, and returns once the container
 // process has been exec'ed, or with the reason it could not be.
-func startProcess(inst *instance) (*process, error) {
+func startProcess(inst *instance, cg netns.Cgroup) (*process, error) {
 	specPath := filepath.Join(inst.dir, "spec.json")
 	if err := inst.spec.Write(specPath); err != nil {
 		return nil, err
@@ -79,6 +80,11 @@ func startProcess(inst *instance) (*process, error) {
 			// namespace whose init dies is killed whole.
 			Pdeathsig: syscall.SIGKILL,
 		},
+	}
+	// hostNetwork or not, a Pod's processes are the node's: they start in
+	// its cgroup, where its dataplane's socket programs act.
+	if cg != nil {
+		cg.Join(cmd)
 	}
 	err = cmd.Start()
 	closeAll(parentEnds)
