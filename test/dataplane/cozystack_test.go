@@ -115,19 +115,12 @@ func cozystackStory(t *testing.T) {
 
 	step("BrokenWithoutHairpin", func(t *testing.T) {
 		brokenWithoutHairpin(ctx, t, e, cozyControllers)
-		// The externalIP is short-circuited where a LoadBalancer IP is:
-		// per packet on a Pod's veth, at connect in the node.
+		// The externalIP is short-circuited where a LoadBalancer IP is.
 		backends, err := controllerPodIPs(ctx, e, root)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ext := netip.AddrPortFrom(root.LBIP, 80)
-		if peer, err := e.ConnectedPeer(ctx, dataplane.ClientPod, ext); err != nil || peer != ext {
-			t.Errorf("the client pod's socket to %s has the peer %v (%v); want %s itself (translated per packet)", ext, peer, err, ext)
-		}
-		if peer, err := e.ConnectedPeer(ctx, dataplane.HostClientPod, ext); err != nil || !slices.Contains(backends, peer.Addr()) {
-			t.Errorf("the hostNetwork client's socket to %s has the peer %v (%v); want a controller pod %v (translated at connect)", ext, peer, err, backends)
-		}
+		translatedWhereTheDataplaneSays(ctx, t, e, netip.AddrPortFrom(root.LBIP, 80), backends)
 	})
 
 	step("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {

@@ -113,28 +113,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lb := netip.AddrPortFrom(root.LBIP, 80)
-		// Translated per packet (kube-proxy's DNAT, Cilium's bpf_lxc on
-		// the Pod's veth), a socket keeps the LoadBalancer IP as its peer;
-		// translated at connect (Cilium's bpf_sock), it is connected to the
-		// backend itself.
-		for _, c := range []struct {
-			pod       string
-			atConnect bool
-		}{
-			{dataplane.ClientPod, caps.SocketLBInPods},
-			{dataplane.HostClientPod, caps.SocketLBInNode},
-		} {
-			peer, err := e.ConnectedPeer(ctx, c.pod, lb)
-			switch {
-			case err != nil:
-				t.Errorf("%s's socket to %s: %v", c.pod, lb, err)
-			case c.atConnect && !slices.Contains(backends, peer.Addr()):
-				t.Errorf("%s's socket to %s has the peer %s; want a controller pod %v (translated at connect)", c.pod, lb, peer, backends)
-			case !c.atConnect && peer != lb:
-				t.Errorf("%s's socket to %s has the peer %s; want %s itself (translated per packet)", c.pod, lb, peer, lb)
-			}
-		}
+		translatedWhereTheDataplaneSays(ctx, t, e, netip.AddrPortFrom(root.LBIP, 80), backends)
 		if len(caps.BPFPrograms) > 0 {
 			progs, err := e.AttachedBPFPrograms()
 			if err != nil {

@@ -3,7 +3,9 @@ package dataplane_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,5 +215,34 @@ func uninstallRestoresThePublicAnswers(ctx context.Context, t *testing.T, e *dat
 	}
 	if err := e.WaitNothingLeft(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// translatedWhereTheDataplaneSays connects the client Pod and the
+// hostNetwork client to addr, an address the dataplane short-circuits to a
+// controller in backends, and holds each socket's peer to where the
+// dataplane translates that client's connections. Translated per packet
+// (kube-proxy's DNAT, Cilium's bpf_lxc on the Pod's veth), a socket keeps
+// addr as its peer; translated at connect (Cilium's bpf_sock), it is
+// connected to the backend itself.
+func translatedWhereTheDataplaneSays(ctx context.Context, t *testing.T, e *dataplane.Env, addr netip.AddrPort, backends []netip.Addr) {
+	t.Helper()
+	caps := e.Capabilities()
+	for _, c := range []struct {
+		pod       string
+		atConnect bool
+	}{
+		{dataplane.ClientPod, caps.SocketLBInPods},
+		{dataplane.HostClientPod, caps.SocketLBInNode},
+	} {
+		peer, err := e.ConnectedPeer(ctx, c.pod, addr)
+		switch {
+		case err != nil:
+			t.Errorf("%s's socket to %s: %v", c.pod, addr, err)
+		case c.atConnect && !slices.Contains(backends, peer.Addr()):
+			t.Errorf("%s's socket to %s has the peer %s; want a controller pod %v (translated at connect)", c.pod, addr, peer, backends)
+		case !c.atConnect && peer != addr:
+			t.Errorf("%s's socket to %s has the peer %s; want %s itself (translated per packet)", c.pod, addr, peer, addr)
+		}
 	}
 }
