@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -248,6 +249,66 @@ func (e *Env) ClientIPOutside() netip.Addr {
 	return e.ClientIP()
 }
 
+// SourceSeen is the address a backend sees for client pod's (ClientPod's
+// or HostClientPod's) connection to dst, which the dataplane sends to
+// backend: the row of the dataplane's table for that client and path,
+// which its capabilities give. external says dst is a Service's external
+// address (LoadBalancer IP, externalIP), not its ClusterIP.
+func (e *Env) SourceSeen(pod string, external bool, backend netip.Addr) (netip.Addr, error) {
+	caps := e.Capabilities()
+	masq := external && caps.MasqueradesExternal || pod == HostClientPod && !external && caps.MasqueradesNodeToClusterIP
+	dev, src, err := e.nodeRoute(backend)
+	switch {
+	case err != nil:
+		return netip.Addr{}, err
+	case masq:
+		// MASQUERADE takes the out interface's first address.
+		return e.nodeAddrOn(dev)
+	case pod == ClientPod:
+		return e.ClientIP(), nil
+	default:
+		return src, nil
+	}
+}
+
+// nodeRoute is the node's route to dst: its interface and the source
+// address it picks (`ip route get`).
+func (e *Env) nodeRoute(dst netip.Addr) (string, netip.Addr, error) {
+	out, err := e.NodeNS.IP("-j", "route", "get", dst.String())
+	if err != nil {
+		return "", netip.Addr{}, err
+	}
+	var routes []struct {
+		Dev     string `json:"dev"`
+		Prefsrc string `json:"prefsrc"`
+	}
+	if err := json.Unmarshal([]byte(out), &routes); err != nil || len(routes) == 0 {
+		return "", netip.Addr{}, fmt.Errorf("the node's route to %s: %q: %v", dst, out, err)
+	}
+	src, err := netip.ParseAddr(routes[0].Prefsrc)
+	if err != nil {
+		return "", netip.Addr{}, fmt.Errorf("the node's route to %s: %q: %w", dst, out, err)
+	}
+	return routes[0].Dev, src, nil
+}
+
+// nodeAddrOn is the first IPv4 address of the node's interface dev.
+func (e *Env) nodeAddrOn(dev string) (netip.Addr, error) {
+	out, err := e.NodeNS.IP("-j", "-4", "addr", "show", "dev", dev)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	var links []struct {
+		AddrInfo []struct {
+			Local string `json:"local"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) == 0 || len(links[0].AddrInfo) == 0 {
+		return netip.Addr{}, fmt.Errorf("the node's %s has no IPv4 address: %q: %v", dev, out, err)
+	}
+	return netip.ParseAddr(links[0].AddrInfo[0].Local)
+}
+
 // Resolve asks the cluster DNS for host's A records from the client Pod,
 // with dig through its resolv.conf.
 func (e *Env) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
@@ -288,13 +349,15 @@ func (e *Env) CurlFrom(ctx context.Context, pod, url string) (string, error) {
 	return out, nil
 }
 
-// CurlExitFrom requests url from the client Pod pod once and returns
+// CurlExitFrom runs curl with args (a URL, and options such as -H) in the
+// client Pod pod once and returns
 // curl's exit code and what it printed: a failure of the request is an
 // exit code, not an error (52 is an empty reply, 56 a reset); err is for
 // a curl that could not run.
-func (e *Env) CurlExitFrom(ctx context.Context, pod, url string) (int, string, error) {
-	script := `curl -sS -k --max-time 5 "$1"; echo "curl-exit=$?"`
-	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", "bash", "-c", script, "curl", url)
+func (e *Env) CurlExitFrom(ctx context.Context, pod string, args ...string) (int, string, error) {
+	url := strings.Join(args, " ")
+	script := `curl -sS -k --max-time 5 "$@"; echo "curl-exit=$?"`
+	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", append([]string{"bash", "-c", script, "curl"}, args...)...)
 	if err != nil {
 		return 0, out + errOut, fmt.Errorf("curl %s in the %s pod: %w: %s", url, pod, err, strings.TrimSpace(errOut))
 	}

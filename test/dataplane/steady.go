@@ -41,7 +41,7 @@ func (e *Env) startSteady(cfg steady.Config) (*steady.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return steady.Start(e.steadyBin(), pid, cfg)
+	return steady.Start(e.steadyBin(), pid, e.NodeNS.Cgroup, cfg)
 }
 
 // steadyBin is the steady command, which `make test` builds beside our

@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -37,39 +40,60 @@ func brokenWithoutHairpin(ctx context.Context, t *testing.T, e *dataplane.Env, i
 		if err != nil || !strings.Contains(body, "client="+cluster.ExternalClientIP.String()) {
 			t.Fatalf("outside client through the load balancer: %q, %v", body, err)
 		}
-		// Which address the controller names differs by path (kube-proxy's
-		// iptables mode masquerades a Pod's hairpin to the Pod gateway,
-		// Cilium keeps the Pod's own); each try is logged with the line it
-		// caused.
 		for _, pod := range []string{dataplane.ClientPod, dataplane.HostClientPod} {
-			before, err := e.ErrorLog(ctx, ic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			code, out, err := e.CurlExitFrom(ctx, pod, "http://"+host+"/")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if code != 52 && code != 56 {
-				t.Fatalf("curl from the %s pod to %s (the short-circuited %s) exited %d; want 52 or 56, the controller closing the headerless connection: %q", pod, host, ic.LBIP, code, out)
-			}
-			var fresh []string
-			if err := harness.Poll(ctx, func(ctx context.Context) error {
-				log, err := e.ErrorLog(ctx, ic)
-				if err != nil {
-					return err
-				}
-				fresh = brokenHeaders(strings.TrimPrefix(log, before), "")
-				if len(fresh) == 0 {
-					return fmt.Errorf("no new broken header entry in %s's log", ic.Namespace)
-				}
-				return nil
-			}); err != nil {
-				t.Fatalf("after the %s pod's try: %v", pod, err)
-			}
-			t.Logf("%s pod -> %s: curl exit %d; %s", pod, ic.LBIP, code, fresh[0])
+			shortCircuited(ctx, t, e, ic, pod, "http://"+host+"/")
 		}
 	}
+}
+
+// shortCircuited runs curl with args in the client Pod pod, to an address
+// of ic that the dataplane short-circuits, and holds the try to the
+// dataplane's row for that client: curl's empty reply or reset (52, 56;
+// never a timeout or a DNS failure), and a new "broken header" entry in
+// ic's log naming the address the dataplane gives that client
+// (Env.SourceSeen: the Pod's own, the node's, or masqueraded).
+func shortCircuited(ctx context.Context, t *testing.T, e *dataplane.Env, ic cluster.IngressController, pod string, args ...string) {
+	t.Helper()
+	backends, err := controllerPodIPs(ctx, e, ic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, b := range backends {
+		a, err := e.SourceSeen(pod, true, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, a.String())
+	}
+	before, err := e.ErrorLog(ctx, ic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, err := e.CurlExitFrom(ctx, pod, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 52 && code != 56 {
+		t.Fatalf("curl %v from the %s pod (short-circuited to %s) exited %d; want 52 or 56, the controller closing the headerless connection: %q", args, pod, ic.Namespace, code, out)
+	}
+	var fresh []string
+	if err := harness.Poll(ctx, func(ctx context.Context) error {
+		log, err := e.ErrorLog(ctx, ic)
+		if err != nil {
+			return err
+		}
+		fresh = brokenHeaders(strings.TrimPrefix(log, before), "")
+		if !slices.ContainsFunc(fresh, func(entry string) bool {
+			return slices.ContainsFunc(want, func(a string) bool { return strings.Contains(entry, "client: "+a+",") })
+		}) {
+			return fmt.Errorf("no new broken header entry naming %v", want)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%s's log after the %s pod's try: %v; new entries: %q", ic.Namespace, pod, err, fresh)
+	}
+	t.Logf("%s pod -> %s: curl exit %d, seen as %v", pod, ic.Namespace, code, want)
 }
 
 // brokenHeaders returns the entries of an nginx error log that say "broken
@@ -177,6 +201,11 @@ func fixedEachHostReachesItsOwnController(ctx context.Context, t *testing.T, e *
 		if _, err := e.WaitRequest(ctx, ic, host, e.ClientIP()); err != nil {
 			t.Errorf("no request from the client pod: %v", err)
 		}
+		// The hostNetwork client's request names the node as the proxy
+		// saw it: the dataplane's row for the node and a ClusterIP.
+		if err := requestFromTheNode(ctx, e, ic, host); err != nil {
+			t.Error(err)
+		}
 		if reqs, _ := e.Requests(ctx, other, host); len(reqs) > 0 {
 			t.Errorf("%s's host reached the other controller %s: %+v", host, other.Namespace, reqs)
 		}
@@ -245,4 +274,32 @@ func translatedWhereTheDataplaneSays(ctx context.Context, t *testing.T, e *datap
 			t.Errorf("%s's socket to %s has the peer %s; want %s itself (translated per packet)", c.pod, addr, peer, addr)
 		}
 	}
+}
+
+// requestFromTheNode waits for ic's access-log entry of a request for host
+// from the hostNetwork client, whose PROXY header gives the address the
+// proxy saw for it: one of the dataplane's rows for the node's connection
+// to a target's ClusterIP, whichever proxy Pod took it.
+func requestFromTheNode(ctx context.Context, e *dataplane.Env, ic cluster.IngressController, host string) error {
+	pods, err := e.CP.Clientset.CoreV1().Pods(dataplane.TargetNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range pods.Items {
+		backend, err := netip.ParseAddr(p.Status.PodIP)
+		if err != nil {
+			continue
+		}
+		seen, err := e.SourceSeen(dataplane.HostClientPod, false, backend)
+		if err != nil {
+			return err
+		}
+		_, err = e.WaitRequest(ctx, ic, host, seen)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("no request from the hostNetwork client as the proxy saw it: %w", errors.Join(errs...))
 }

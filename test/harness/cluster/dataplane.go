@@ -62,6 +62,18 @@ type Capabilities struct {
 	// node's address, so a controller behind the load balancer sees the
 	// node, not the Pod.
 	MasqueradesPods bool
+	// MasqueradesExternal says a connection from the node or a Pod to a
+	// Service's external address (LoadBalancer IP, externalIP), which the
+	// dataplane short-circuits to a backend, is masqueraded on its way:
+	// the backend sees the node's address on the interface toward it.
+	// kube-proxy marks a Service's external traffic so (externalTrafficPolicy
+	// Cluster). Otherwise the connection keeps its source: the Pod's own,
+	// or the one the node's route to the backend picks.
+	MasqueradesExternal bool
+	// MasqueradesNodeToClusterIP says the node's own connection to a
+	// ClusterIP is masqueraded the same way: kube-proxy marks ClusterIP
+	// traffic from outside its --cluster-cidr.
+	MasqueradesNodeToClusterIP bool
 	// Frontends says the agent programs a frontend per Service address,
 	// which [Cluster.CiliumFrontends] and [Cluster.CiliumActiveBackends]
 	// read; a change is in the dataplane once they show it. Otherwise

@@ -28,7 +28,7 @@ func (k kubeProxy) Capabilities() Capabilities {
 	// kube-proxy DNATs per packet everywhere, masquerades nothing a Pod
 	// sends out of the cluster (--cluster-cidr), and deletes the UDP
 	// conntrack entries of an endpoint that stops serving.
-	return Capabilities{Agent: "kube-proxy"}
+	return Capabilities{Agent: "kube-proxy", MasqueradesExternal: true, MasqueradesNodeToClusterIP: true}
 }
 
 func (k kubeProxy) prepare(t testing.TB, c *Cluster) error {

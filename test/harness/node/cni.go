@@ -11,8 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
 // CNI is the CNI network that attaches the Pods, run as a kubelet's
@@ -93,7 +91,7 @@ type cniError struct {
 // left on failure.
 func (n *Node) setUpCNINetwork(pod *corev1.Pod) (_ *podNetwork, retErr error) {
 	uid := string(pod.UID)
-	ns, err := netns.New("pod-" + shortID(uid, 8))
+	ns, err := n.newPodNS(uid)
 	if err != nil {
 		return nil, err
 	}

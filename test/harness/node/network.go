@@ -24,11 +24,22 @@ type podNetwork struct {
 	nodeNS      *netns.NS // where the plugin runs
 }
 
+// newPodNS creates the network namespace of the Pod uid. What runs in it
+// runs in the node's cgroup: the Pod is the node's.
+func (n *Node) newPodNS(uid string) (*netns.NS, error) {
+	ns, err := netns.New("pod-" + shortID(uid, 8))
+	if err != nil {
+		return nil, err
+	}
+	ns.Cgroup = n.cfg.NodeNS.Cgroup
+	return ns, nil
+}
+
 // setUpNetwork creates the Pod's namespace with eth0 = ip/32 and a default
 // route via the gateway, and in the node's namespace the host end with the
 // gateway as /32 and a /32 route to ip. Nothing is left on failure.
 func (n *Node) setUpNetwork(uid string, ip netip.Addr) (_ *podNetwork, retErr error) {
-	ns, err := netns.New("pod-" + shortID(uid, 8))
+	ns, err := n.newPodNS(uid)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
 // Client is a running steady client (or download), and what it reported.
@@ -26,10 +28,12 @@ type Client struct {
 }
 
 // Start starts cfg's client in the network namespace of process pid (a
-// container's, node.ContainerPID): bin, the steady command
-// (test/harness/steady/cmd/steady, built by `make test`), under nsenter. It
-// runs until [Client.Stop].
-func Start(bin string, pid int, cfg Config) (*Client, error) {
+// container's, node.ContainerPID) and in cg, that process's cgroup when
+// it is not nil (a node's: the client is one of the node's processes,
+// which a dataplane's socket programs translate): bin, the steady command
+// (test/harness/steady/cmd/steady, built by `make test`), under nsenter.
+// It runs until [Client.Stop].
+func Start(bin string, pid int, cg netns.Cgroup, cfg Config) (*Client, error) {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("steady: %w", err)
@@ -43,6 +47,9 @@ func Start(bin string, pid int, cfg Config) (*Client, error) {
 	cmd.Env = append(os.Environ(), envConfig+"="+string(raw))
 	// The client dies with the test.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if cg != nil {
+		cg.Join(cmd)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("steady: %w", err)
