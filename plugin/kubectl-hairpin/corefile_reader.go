@@ -85,13 +85,14 @@ func (fs podFiles) tokens(p string) ([]caddyfile.Token, error) {
 }
 
 // newLine reports whether the current token starts a line (caddyfile's
-// Dispenser.isNewLine).
+// Dispenser.isNewLine), also when an import put it after a later line of
+// its own file: a snippet's first token follows the import's line.
 func (r *corefileReader) newLine() bool {
 	if r.i == 0 {
 		return true
 	}
 	prev, cur := r.toks[r.i-1], r.toks[r.i]
-	return prev.File != cur.File || prev.Line+strings.Count(prev.Text, "\n") < cur.Line
+	return prev.File != cur.File || prev.Line+strings.Count(prev.Text, "\n") != cur.Line
 }
 
 // splice replaces `import PATTERN` with the tokens of the snippet or of
