@@ -11,15 +11,16 @@ import (
 )
 
 // checkHosts says which hosts are not answered and why: outside their
-// target's zones, no target selects their object, or a conflict between
-// targets. Names come from the API objects, counts from CoreDNS's metrics.
+// target's zones, no target selects their object, a conflict between
+// targets, or a rewrite rule that renames them first. Names come from the API objects, counts from CoreDNS's metrics.
 func checkHosts(f *Facts) []Check {
 	if !f.TargetsRead {
 		return nil
 	}
 	out := hostsOutsideZones(f)
 	out = append(out, hostsUnselected(f)...)
-	return append(out, hostsConflicts(f)...)
+	out = append(out, hostsConflicts(f)...)
+	return append(out, hostsShadowed(f)...)
 }
 
 // corednsCount is what CoreDNS's first scraped pod counts for a gauge and
@@ -193,19 +194,13 @@ func controllerOf(f *Facts, class string, g *GatewayRef) *Controller {
 	return nil
 }
 
-func hostsConflicts(f *Facts) []Check {
-	objCount, objCounted := corednsCount(f, metricConflicts, "kind", rules.ConflictObject)
-	hostCount, _ := corednsCount(f, metricConflicts, "kind", rules.ConflictHost)
-	var out []Check
+// answeredHosts are the hosts hairpin answers, each with the objects that
+// name it: selected by a target, inside its zones.
+func answeredHosts(f *Facts) map[string][]HostObject {
 	byHost := map[string][]HostObject{}
 	for _, o := range f.HostObjects {
 		if o.Selection.Name() == "" {
 			continue
-		}
-		if o.Selection.Conflict {
-			out = append(out, newCheck(idHostsConflicts, Warn, "%s is selected by several targets; %s answers its hosts (the more specific selection wins: Gateway name, then class, then *, then the first name)", o.Object, o.Selection.Name()).
-				on(o.Object, "service/"+o.Selection.Name()).
-				hint("give each class or Gateway to one target: remove it from the other targets' targets.NAME.ingressClasses/gatewayClasses/gateways"))
 		}
 		for _, h := range o.Hosts {
 			if f.TargetSet.Rejection(o.Selection.Name(), h) == "" {
@@ -213,6 +208,21 @@ func hostsConflicts(f *Facts) []Check {
 			}
 		}
 	}
+	return byHost
+}
+
+func hostsConflicts(f *Facts) []Check {
+	objCount, objCounted := corednsCount(f, metricConflicts, "kind", rules.ConflictObject)
+	hostCount, _ := corednsCount(f, metricConflicts, "kind", rules.ConflictHost)
+	var out []Check
+	for _, o := range f.HostObjects {
+		if o.Selection.Name() != "" && o.Selection.Conflict {
+			out = append(out, newCheck(idHostsConflicts, Warn, "%s is selected by several targets; %s answers its hosts (the more specific selection wins: Gateway name, then class, then *, then the first name)", o.Object, o.Selection.Name()).
+				on(o.Object, "service/"+o.Selection.Name()).
+				hint("give each class or Gateway to one target: remove it from the other targets' targets.NAME.ingressClasses/gatewayClasses/gateways"))
+		}
+	}
+	byHost := answeredHosts(f)
 	var hosts []string
 	for h, objs := range byHost {
 		var targets []string

@@ -49,7 +49,8 @@ const (
 
 // healthyCluster is a cluster that hairpin fixes completely:
 //   - CoreDNS (our image) behind kube-system/kube-dns, two pods whose
-//     metrics show hairpin active with two targets serving;
+//     metrics show hairpin active with two targets serving, with k3s's
+//     Corefile (no rewrite) mounted as k3s mounts it;
 //   - ingress-nginx with use-proxy-protocol behind a load balancer that
 //     kube-proxy short-circuits, class nginx, an Ingress app.example.com;
 //   - Envoy Gateway: Gateway tenant/gw (*.tenant.org) with a
@@ -74,6 +75,7 @@ func healthyCluster() *cluster {
 	)
 	c.metrics[corednsA+":9153"] = fixture("coredns.txt")
 	c.metrics[corednsB+":9153"] = fixture("coredns.txt")
+	mountCorefile(c, distributionCorefile("k3s"), nil)
 
 	nginxLabels := map[string]string{"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/component": "controller"}
 	lb := service("ingress-nginx", "ingress-nginx-controller", nginxLabels, "", namedPort("http", 80, "http"), namedPort("https", 443, "https"))

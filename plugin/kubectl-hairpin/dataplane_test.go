@@ -1,8 +1,6 @@
 package kubectlhairpin
 
 import (
-	"bytes"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -113,16 +111,7 @@ func TestGoldenDataplane(t *testing.T) {
 		}},
 		{"direct-targets", addDirectTargets},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := healthyCluster()
-			tc.change(t, c)
-			e.apply(t, c)
-			var got bytes.Buffer
-			if err := WriteTable(&got, e.run(t, e.cp.Config)); err != nil {
-				t.Fatal(err)
-			}
-			golden(t, filepath.Join("testdata", "golden", tc.name+".txt"), got.Bytes())
-		})
+		t.Run(tc.name, func(t *testing.T) { e.goldenTable(t, tc.name, tc.change) })
 	}
 }
 

@@ -23,6 +23,9 @@ type Facts struct {
 	CoreDNS []PodFacts
 	// ManagedDNS says how a cloud or an addon manager owns the cluster DNS.
 	ManagedDNS []Managed
+	// Corefile is the configuration CoreDNS's first pod mounts; nil when
+	// no pod was read.
+	Corefile *Corefile
 
 	// TargetsRead is false when the target Services could not be listed.
 	TargetsRead bool
@@ -185,4 +188,48 @@ type NodeLocalDNS struct {
 	// not be read (CorefileErr says why).
 	Forwarded   []string
 	CorefileErr error
+}
+
+// Corefile is CoreDNS's configuration as its pods read it: the Corefile
+// and the files it imports, each a key of a ConfigMap mounted into the pod.
+type Corefile struct {
+	// Pod is the pod whose spec says where the files come from.
+	Pod string
+	// ConfigMap ("namespace/name") and Key hold the Corefile.
+	ConfigMap, Key string
+	// Blocks are its server blocks, with the imported files spliced in.
+	Blocks []ServerBlock
+	// Err says why the Corefile, or a file it imports, could not be read;
+	// Blocks then hold what was read before it.
+	Err error
+}
+
+// ServerBlock is one server block of a Corefile: its addresses and the
+// rules of its rewrite directives.
+type ServerBlock struct {
+	Keys     []ServerKey
+	Rewrites []RewriteRule
+}
+
+// ServerKey is one address of a server block.
+type ServerKey struct {
+	// Zone is a lowercase FQDN; Port is "53" when the address names none.
+	Zone, Port string
+}
+
+// RewriteRule is one rewrite directive of a server block that rewrites
+// the question's name, or that could not be read.
+type RewriteRule struct {
+	// Text is the directive as written, a block form on one line.
+	Text string
+	// ConfigMap ("namespace/name"), Key and Line say where it is written.
+	ConfigMap, Key string
+	Line           int
+	// Author is the tool whose rendering it is: ouroboros, hairpin-proxy,
+	// or "" for any other.
+	Author string
+	// Err says why the rule could not be read: what it covers is unknown.
+	Err error
+
+	name nameRewrite
 }

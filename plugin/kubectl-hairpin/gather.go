@@ -42,6 +42,7 @@ func Gather(ctx context.Context, c Clients, opts Options) (*Facts, error) {
 		g.gatherTargets,
 		g.gatherDirect,
 		g.gatherCoreDNS,
+		g.gatherCorefile,
 		g.gatherIngressNginx,
 		g.gatherGatewayControllers,
 		g.gatherLBAnnotations,

@@ -53,13 +53,7 @@ func corefileZones(corefile string) ([]string, error) {
 	zones := []string{}
 	for _, b := range blocks {
 		for _, k := range b.Keys {
-			if _, rest, ok := strings.Cut(k, "://"); ok {
-				k = rest
-			}
-			if i := strings.LastIndex(k, ":"); i >= 0 {
-				k = k[:i]
-			}
-			zones = append(zones, strings.ToLower(strings.TrimSuffix(k, "."))+".")
+			zones = append(zones, serverKeyOf(k).Zone)
 		}
 	}
 	return zones, nil

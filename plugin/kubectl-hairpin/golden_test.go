@@ -70,6 +70,19 @@ func TestGoldenOutput(t *testing.T) {
 	}
 }
 
+// goldenTable compares the table of healthyCluster with change applied
+// to testdata/golden/NAME.txt.
+func (e *env) goldenTable(t *testing.T, name string, change func(*testing.T, *cluster)) {
+	c := healthyCluster()
+	change(t, c)
+	e.apply(t, c)
+	var got bytes.Buffer
+	if err := WriteTable(&got, e.run(t, e.cp.Config)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "golden", name+".txt"), got.Bytes())
+}
+
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	if *update {

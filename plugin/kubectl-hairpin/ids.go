@@ -50,6 +50,7 @@ const (
 	idHostsOutsideZones = "hosts-outside-zones"
 	idHostsUnselected   = "hosts-unselected"
 	idHostsConflicts    = "hosts-conflicts"
+	idHostsShadowed     = "hosts-shadowed"
 
 	idNodeLocalDNS = "node-local-dns"
 	idManagedDNS   = "managed-dns"
@@ -70,7 +71,7 @@ var checkGroups = map[string]string{
 	idTargetAddress: groupTargets, idTargetEndpoints: groupTargets, idProxyUpstream: groupTargets,
 	idTargetDirectRequiresProxy: groupTargets,
 
-	idHostsOutsideZones: groupHosts, idHostsUnselected: groupHosts, idHostsConflicts: groupHosts,
+	idHostsOutsideZones: groupHosts, idHostsUnselected: groupHosts, idHostsConflicts: groupHosts, idHostsShadowed: groupHosts,
 
 	idNodeLocalDNS: groupDNS, idManagedDNS: groupDNS,
 }
