@@ -179,7 +179,7 @@ func enforced(ctx context.Context, t *testing.T, e *dataplane.Env, ic cluster.In
 	t.Helper()
 	// The agent's mode, as the chart Cozystack installs it with leaves it:
 	// a NetworkPolicy that selects an endpoint is enforced on it.
-	cm, err := e.CP.Clientset.CoreV1().ConfigMaps("kube-system").Get(ctx, "cilium-config", metav1.GetOptions{})
+	cm, err := e.CP.Clientset.CoreV1().ConfigMaps(cluster.CiliumNamespace).Get(ctx, "cilium-config", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,32 +23,43 @@ import (
 const ciliumName = "cilium"
 
 // ciliumDataplane is cilium-agent as kube-proxy replacement, with
-// cilium-cni attaching the Pods, configured by its chart's values.
-type ciliumDataplane struct{ values []string }
+// cilium-cni attaching the Pods, configured by its chart's values:
+// Cozystack's files, then values.
+type ciliumDataplane struct{ values CiliumValues }
 
 // Cilium is the dataplane of cilium-agent as kube-proxy replacement, its
-// chart rendered with values (helm --set lines; [DefaultCiliumValues]).
-// What it does follows from them ([ciliumDataplane.Capabilities]).
-func Cilium(values []string) Dataplane { return ciliumDataplane{values: slices.Clone(values)} }
+// chart rendered with Cozystack's values files and then values
+// ([DefaultCiliumValues]: the deviation table's). What it does follows
+// from them ([ciliumDataplane.Capabilities]).
+func Cilium(values CiliumValues) Dataplane { return ciliumDataplane{values: maps.Clone(values)} }
 
 func (ciliumDataplane) Name() string { return ciliumName }
 
-// value is the last value set for key, "" when none is.
-func (d ciliumDataplane) value(key string) string {
-	v := ""
-	for _, kv := range d.values {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
+// value is the value in effect at path: the dataplane's own, else the
+// last of Cozystack's files that sets it, as a string; "" when none sets
+// it (the chart's default holds) or it is unset.
+func (d ciliumDataplane) value(path string) string {
+	v, ok := d.values[path]
+	if !ok {
+		var err error
+		// The files are embedded and read by every render: an error here
+		// fails the render first.
+		if v, ok, err = cozystackValue(path); err != nil || !ok {
+			return ""
 		}
 	}
-	return v
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprint(v)
 }
 
 func (d ciliumDataplane) Capabilities() Capabilities {
-	// Socket load balancing is on with kube-proxy replacement;
+	// Socket load balancing is on with kube-proxy replacement, whatever
+	// socketLB.enabled says (cilium pkg/kpr NewKPRConfig, v1.19.5);
 	// hostNamespaceOnly leaves the Pods' connections to bpf_lxc's
 	// per-packet translation, whose UDP flows follow a gone backend.
-	socketLB := d.value("socketLB.enabled") != "false"
+	socketLB := d.value("kubeProxyReplacement") == "true" || d.value("socketLB.enabled") == "true"
 	hostOnly := d.value("socketLB.hostNamespaceOnly") == "true"
 	progs := []string{"cil_from_container"} // bpf_lxc, on each Pod's veth
 	if socketLB {
@@ -99,16 +110,25 @@ func (ciliumDataplane) waitReady(t testing.TB, c *Cluster) error { return c.cili
 // CiliumVersion is the Cilium that test/tools/cilium builds.
 const CiliumVersion = "v1.19.5"
 
-// CiliumImage is the image of the kube-system/cilium DaemonSet that the
-// harness records: [CiliumVersion]'s.
-const CiliumImage = "quay.io/cilium/cilium:" + CiliumVersion
+// CiliumImage is the image of the cilium DaemonSet that the harness
+// records: Cozystack's build of Cilium [CiliumVersion], tagged with the
+// platform's version (cozystack/cozystack packages/system/cilium/values.yaml,
+// testdata/cozystack/cilium). The agent that runs is the one
+// test/tools/cilium builds.
+const CiliumImage = "ghcr.io/cozystack/cozystack/cilium:v1.6.0@sha256:136a7dfff4d6adcd448424c2354144160028a8e96eb6558b917fd3ee6d7b39fe"
+
+// CiliumOperatorImage is the image of the cilium-operator Deployment that
+// the harness records: upstream's, which Cozystack does not override, as
+// its copy of the released chart renders it (digest from
+// packages/system/cilium/charts/cilium/values.yaml of cozystack/cozystack).
+const CiliumOperatorImage = "quay.io/cilium/operator-generic:" + CiliumVersion + "@sha256:be848a365776e07d0c5a895eda7aec928ddc52a5a1fa2f432fd7a286609e1db4"
 
 // ciliumHealthz is the agent's health endpoint in the node, which the
 // chart's readiness probe asks.
 const ciliumHealthz = "http://127.0.0.1:9879/healthz"
 
 // cilium is cilium-agent running as the node's dataplane: a process of
-// the harness, not a Pod (the kube-system/cilium DaemonSet is a record, see
+// the harness, not a Pod (the cilium DaemonSet is a record, see
 // [Cluster.startCilium]).
 type cilium struct {
 	assets string // AssetsDir/cilium: cilium-agent, cilium-cni, share/
@@ -170,7 +190,8 @@ func clang() (string, error) {
 }
 
 // startCilium records the install as Cilium's chart leaves it (the
-// cilium-config ConfigMap and the cilium DaemonSet in kube-system) and
+// cilium-config ConfigMap, the cilium DaemonSet and the cilium-operator
+// Deployment in [CiliumNamespace]) and
 // starts cilium-agent in the node's network namespace and a mount
 // namespace of its own. It does not wait: the agent waits for its Node,
 // which the node agent registers next; see [cilium.waitReady].
@@ -178,7 +199,7 @@ func clang() (string, error) {
 // keeps its queue of deletions that an absent agent could not take.
 const machineRunCilium = "/run/cilium"
 
-func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values []string) error {
+func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumValues) error {
 	cl := &cilium{assets: c.ciliumDir, started: time.Now()}
 	var err error
 	if cl.dir, err = os.MkdirTemp("", "cilium-"); err != nil {
@@ -287,7 +308,7 @@ func (cl *cilium) command(c *Cluster) *exec.Cmd {
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Join(cl.dir, "bin")+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"K8S_NODE_NAME="+NodeName,
-		"CILIUM_K8S_NAMESPACE=kube-system",
+		"CILIUM_K8S_NAMESPACE="+CiliumNamespace,
 	)
 	return cmd
 }

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
+	"os"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
@@ -15,64 +17,57 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
 
-// DefaultCiliumValues are the chart values of the cilium dataplane:
-// Cozystack's (packages/system/cilium/values.yaml of cozystack/cozystack,
-// under its `cilium:` key), then what this test node changes. A fresh
-// slice each call: a shape may change its copy.
-func DefaultCiliumValues() []string { return slices.Clone(defaultCiliumValues) }
-
-var defaultCiliumValues = []string{
-	// Cozystack's.
-	"kubeProxyReplacement=true",
-	"hostFirewall.enabled=true",
-	"hubble.enabled=false",
-	"externalIPs.enabled=true",
-	"nodePort.enabled=true",
-	"loadBalancer.algorithm=maglev",
-	"loadBalancer.serviceTopology=true",
-	"ipam.mode=kubernetes",
-	"envoy.enabled=false",
-	// The test node's. Upstream's image, not Cozystack's rebuild of it.
-	"image.useDigest=false",
-	// Socket load balancing, which kube-proxy replacement turns on anyway
-	// (said here, or the ConfigMap would say bpf-lb-sock "false"), in the
-	// node's namespace and the Pods' alike, as in Cozystack: its programs
-	// attach to the node's cgroup, which holds the node's processes only.
-	"socketLB.enabled=true",
-	// No Envoy binary can be had here.
-	"l7Proxy=false",
-	// No cilium-health binary either, and one node has no peers.
-	"healthChecking=false",
-	"endpointHealthChecking.enabled=false",
-	// Pod traffic leaves the node unmasqueraded and outside routes the
-	// Pods back, as in the kube-proxy modes (a routed Pod network).
-	"enableIPv4Masquerade=false",
-	// The node agent's CNI folder is the test's own: nothing to remove.
-	"cni.exclusive=false",
-}
-
 // ciliumInstall is what Cilium's chart leaves that the harness records:
-// the agent's settings and its DaemonSet.
+// the agent's settings, its DaemonSet and the operator's Deployment.
 type ciliumInstall struct {
 	config    *corev1.ConfigMap
 	daemonSet *appsv1.DaemonSet
+	operator  *appsv1.Deployment
 }
 
 // renderCiliumChart renders Cilium's chart (from the module, see
-// build/tools.sh) with values, as `helm install cilium -n
-// kube-system` would apply it, and picks the cilium-config ConfigMap and the
-// cilium DaemonSet.
-func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, values []string) (*ciliumInstall, error) {
-	args := []string{"template", "cilium", chart, "-n", "kube-system"}
-	for _, v := range values {
-		args = append(args, "--set", v)
+// build/tools.sh) with Cozystack's values files and then values, as
+// Cozystack's cilium package installs it into [CiliumNamespace], and
+// picks the cilium-config ConfigMap, the cilium DaemonSet and the
+// cilium-operator Deployment. Their images must be Cozystack's references:
+// they are records, and `kubectl hairpin check` reads Cilium's version from
+// them.
+func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, values CiliumValues) (*ciliumInstall, error) {
+	dir, err := os.MkdirTemp("", "cilium-values-")
+	if err != nil {
+		return nil, fmt.Errorf("cilium: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	files, err := writeValueFiles(dir, values)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"template", "cilium", chart, "-n", CiliumNamespace}
+	for _, f := range files {
+		args = append(args, "-f", f)
 	}
 	out, err := helm.Run(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("cilium: render the chart: %w", err)
 	}
+	in, err := pickCiliumInstall(out)
+	if err != nil {
+		return nil, err
+	}
+	if img := in.daemonSet.Spec.Template.Spec.Containers[0].Image; img != CiliumImage {
+		return nil, fmt.Errorf("cilium: the chart's agent image is %q; want Cozystack's %q", img, CiliumImage)
+	}
+	if img := in.operator.Spec.Template.Spec.Containers[0].Image; img != CiliumOperatorImage {
+		return nil, fmt.Errorf("cilium: the chart's operator image is %q; want %q, as Cozystack's chart renders it", img, CiliumOperatorImage)
+	}
+	return in, nil
+}
+
+// pickCiliumInstall picks from the chart's rendering what the harness
+// records.
+func pickCiliumInstall(rendered string) (*ciliumInstall, error) {
 	in := &ciliumInstall{}
-	for _, doc := range strings.Split(out, "\n---") {
+	for _, doc := range strings.Split(rendered, "\n---") {
 		var obj struct {
 			metav1.TypeMeta   `json:",inline"`
 			metav1.ObjectMeta `json:"metadata"`
@@ -88,29 +83,49 @@ func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, va
 		case obj.Kind == "DaemonSet" && obj.Name == "cilium":
 			in.daemonSet = &appsv1.DaemonSet{}
 			err = yaml.UnmarshalStrict([]byte(doc), in.daemonSet)
+		case obj.Kind == "Deployment" && obj.Name == "cilium-operator":
+			in.operator = &appsv1.Deployment{}
+			err = yaml.UnmarshalStrict([]byte(doc), in.operator)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("cilium: the chart's %s %s: %w", obj.Kind, obj.Name, err)
 		}
 	}
-	if in.config == nil || in.daemonSet == nil {
-		return nil, fmt.Errorf("cilium: the chart rendered no cilium-config ConfigMap or cilium DaemonSet")
-	}
-	if img := in.daemonSet.Spec.Template.Spec.Containers[0].Image; img != CiliumImage {
-		return nil, fmt.Errorf("cilium: the chart's agent image is %q; want %q (the Cilium that build/tools.sh builds)", img, CiliumImage)
+	if in.config == nil || in.daemonSet == nil || in.operator == nil {
+		return nil, errors.New("cilium: the chart rendered no cilium-config ConfigMap, cilium DaemonSet or cilium-operator Deployment")
 	}
 	return in, nil
 }
 
-// apply creates the ConfigMap and the DaemonSet in kube-system.
-// kube-controller-manager runs without its daemonset controller in the
-// cilium mode, so the DaemonSet never gets a Pod: it is a record of the
-// install, whose agent runs as a process of the harness.
+// records are the objects the harness creates: the rendering, with the
+// deviation table's changes to records.
+func (in *ciliumInstall) records() *ciliumInstall {
+	out := &ciliumInstall{config: in.config.DeepCopy(), daemonSet: in.daemonSet.DeepCopy(), operator: in.operator.DeepCopy()}
+	for _, d := range ciliumDeviations {
+		if d.record != nil {
+			d.record(out)
+		}
+	}
+	return out
+}
+
+// apply creates the namespace and the records in it. kube-controller-manager
+// runs without its daemonset controller in the cilium mode and the
+// operator's Deployment is paused, so neither gets a Pod: they are records
+// of the install, whose agent runs as a process of the harness.
 func (in *ciliumInstall) apply(ctx context.Context, cs kubernetes.Interface) error {
-	if _, err := cs.CoreV1().ConfigMaps("kube-system").Create(ctx, in.config, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CiliumNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("cilium: %w", err)
 	}
-	if _, err := cs.AppsV1().DaemonSets("kube-system").Create(ctx, in.daemonSet, metav1.CreateOptions{}); err != nil {
+	r := in.records()
+	if _, err := cs.CoreV1().ConfigMaps(CiliumNamespace).Create(ctx, r.config, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("cilium: %w", err)
+	}
+	if _, err := cs.AppsV1().DaemonSets(CiliumNamespace).Create(ctx, r.daemonSet, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("cilium: %w", err)
+	}
+	if _, err := cs.AppsV1().Deployments(CiliumNamespace).Create(ctx, r.operator, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("cilium: %w", err)
 	}
 	return nil

@@ -10,22 +10,26 @@
 //   - the service dataplane, by [Options.Dataplane] (a [Dataplane]; a test
 //     asks its [Capabilities], never its name): kube-proxy in iptables or
 //     nftables mode ([KubeProxy]), or cilium-agent as kube-proxy
-//     replacement ([Cilium]) with Cozystack's settings
-//     ([DefaultCiliumValues]: maglev, IPAM
-//     from Node.spec.podCIDR, NodePort and externalIPs, the host firewall),
-//     with its CRDs applied and no kube-proxy. The agent runs in the node's
-//     network namespace and a mount namespace of its own (its own bpffs and
-//     cgroup2, a private /run, /proc/sys read-only but for the node's
-//     /proc/sys/net), with socket load balancing limited to the node's
-//     namespace (--bpf-lb-sock-hostns-only), and reads its settings from
-//     the kube-system/cilium-config ConfigMap that the harness renders from
-//     Cilium's chart, as --config-dir. The kube-system/cilium DaemonSet
-//     (image [CiliumImage]) is written too, as the chart leaves it, but is a
-//     record only: kube-controller-manager runs without its daemonset
-//     controller, so it has no Pods, and the agent is a process of the
-//     harness. The node agent attaches each Pod by running the real
-//     cilium-cni (ADD and DEL, with the conflist the agent writes and its
-//     API socket), which gives the Pod its address. After teardown nothing
+//     replacement ([Cilium]) with the values Cozystack's default networking
+//     variant renders its chart with (testdata/cozystack/cilium: maglev,
+//     IPAM from Node.spec.podCIDR, NodePort and externalIPs, the host
+//     firewall, native routing with no masquerade), but for the one table
+//     of deviations (ciliumdeviations.go), with its CRDs applied and no
+//     kube-proxy. The agent runs in the node's network namespace and a
+//     mount namespace of its own (its own bpffs, the node's child of the
+//     cgroup2 hierarchy as its cgroup root, a private /run, /proc/sys
+//     read-only but for the node's /proc/sys/net), and
+//     reads its settings from the cilium-config ConfigMap that the harness
+//     renders from Cilium's chart into [CiliumNamespace], as --config-dir.
+//     The cilium DaemonSet (Cozystack's image, [CiliumImage]) and the
+//     cilium-operator Deployment (upstream's, [CiliumOperatorImage]) are
+//     written too, as the chart leaves them, but are records only:
+//     kube-controller-manager runs without its daemonset controller and
+//     the Deployment is paused, so neither has Pods, and the agent is a
+//     process of the harness, built from Cilium v1.19.5. The node agent
+//     attaches each Pod by running the real cilium-cni (ADD and DEL, with
+//     the conflist the agent writes and its API socket), which gives the
+//     Pod its address. After teardown nothing
 //     of it is left: a cgroup or device program that an agent which died
 //     left attached is detached explicitly;
 //   - outside: a network namespace for the world beyond the node: the public

@@ -1,0 +1,114 @@
+package cluster
+
+// ciliumDeviation is one way the cilium dataplane differs from Cilium as
+// Cozystack's default networking variant installs it.
+type ciliumDeviation struct {
+	// Path is the chart value's path, or, where the difference is no
+	// chart value, what differs.
+	Path string
+	// Cozystack is what Cozystack has; Ours is what the harness has. For
+	// a chart value, Cozystack is the value its files or else the chart's
+	// defaults give (nil: neither sets it), and Ours is passed to the
+	// chart (nil unsets the path).
+	Cozystack, Ours any
+	// Reason says why the harness cannot have Cozystack's.
+	Reason string
+	// Value says Path is a chart value, rendered with Ours.
+	Value bool
+	// Config are the cilium-config keys the value changes (added,
+	// removed or changed) from Cozystack's rendering.
+	Config []string
+	// record changes the objects the harness records from the chart's
+	// rendering; nil for most rows.
+	record func(*ciliumInstall)
+}
+
+// Reasons that several rows share.
+const (
+	noChaining = "Cilium is the only CNI until chaining lands: no Kube-OVN runs here"
+	noEnvoy    = "no Envoy binary can be had here (Cilium's cilium-envoy image carries it, and it is not built from Go)"
+	noHealth   = "no cilium-health binary is built (build/tools.sh builds cilium-agent and cilium-cni), and one node has no peer to probe"
+)
+
+// ciliumDeviations is every difference of the cilium dataplane from
+// Cozystack's Cilium. The agent's values are Cozystack's files
+// ([ciliumValueFiles]) with the Ours of the rows that are chart values
+// ([DefaultCiliumValues]); a test holds the rendered cilium-config to
+// Cozystack's rendering but for the rows' Config keys.
+var ciliumDeviations = []ciliumDeviation{
+	// Envoy, and what needs it.
+	// envoy.enabled stays Cozystack's true: without the L7 proxy the chart
+	// renders no Envoy DaemonSet and no Envoy setting (a row for it would
+	// change nothing).
+	{Path: "l7Proxy", Cozystack: true, Ours: false, Value: true, Reason: noEnvoy + ": the agent's L7 proxy is Envoy, and without it the chart renders no cilium-envoy DaemonSet",
+		Config: []string{"enable-l7-proxy", "external-envoy-proxy", "proxy-prometheus-port"}},
+	{Path: "gatewayAPI.enabled", Cozystack: true, Ours: false, Value: true, Reason: noEnvoy + ": Cilium's Gateway API is served by Envoy, and the Gateway stories run nginx as NGINX Gateway Fabric renders it",
+		Config: []string{"enable-envoy-config", "envoy-config-retry-interval", "enable-gateway-api", "enable-gateway-api-alpn", "enable-gateway-api-app-protocol", "enable-gateway-api-proxy-protocol",
+			"enable-gateway-api-secrets-sync", "gateway-api-hostnetwork-enabled", "gateway-api-hostnetwork-nodelabelselector",
+			"gateway-api-secrets-namespace", "gateway-api-service-externaltrafficpolicy", "gateway-api-xff-num-trusted-hops"}},
+
+	// Talos's node, which this machine is not.
+	{Path: "cgroup.hostRoot", Cozystack: "/sys/fs/cgroup", Ours: "/run/cilium/cgroupv2", Value: true,
+		Reason: "the agent's cgroup root is the node's child of the cgroup2 hierarchy, bind-mounted there in the agent's own mount namespace (agentMounts): the machine's /sys/fs/cgroup holds cgroup v1 controllers, and the hierarchy's root would reach every process of the machine",
+		Config: []string{"cgroup-root"}},
+	{Path: "cgroup.autoMount", Cozystack: "off: Talos mounts cgroup2 at /sys/fs/cgroup", Ours: "off: the harness bind-mounts the node's child cgroup at cgroup.hostRoot",
+		Reason: "no mount-cgroup init container runs (the agent is a process, not a Pod), and a fresh cgroup2 mount shows the hierarchy's root, the machine's"},
+	{Path: "k8sServiceHost, k8sServicePort", Cozystack: "localhost:7445 (Talos's KubePrism)", Ours: "the test apiserver, through the agent's --k8s-kubeconfig-path; the DaemonSet record keeps Cozystack's",
+		Reason: "no KubePrism runs on this node: the agent is given the control plane's kubeconfig"},
+	{Path: "agent paths (procfs, lib-dir, write-cni-conf-when-ready, cni-log-file)", Cozystack: "the DaemonSet's container paths (/host/proc, /host/etc/cni/net.d)", Ours: "the agent's flags: the node's /proc and the test's own folders",
+		Reason: "the agent is a process of the harness in the node's namespaces, not a container with the host mounted at /host"},
+
+	// Kube-OVN's pieces: until chaining lands, Cilium is the CNI.
+	{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: nil, Value: true, Reason: noChaining + " (ovn0 and genev_sys_6081 are its devices); the agent detects the node's own",
+		Config: []string{"devices"}},
+	{Path: "cni.chainingMode", Cozystack: "generic-veth", Ours: "none", Value: true, Reason: noChaining,
+		Config: []string{"cni-chaining-mode", "enable-identity-mark", "enable-local-node-route", "enable-host-legacy-routing", "dnsproxy-enable-transparent-mode"}},
+	{Path: "cni.chainingTarget", Cozystack: "kube-ovn", Ours: nil, Value: true, Reason: noChaining,
+		Config: []string{"cni-chaining-target"}},
+	{Path: "cni.customConf", Cozystack: true, Ours: false, Value: true, Reason: noChaining + ": the agent writes its own conflist, which the node agent reads",
+		Config: []string{"custom-cni-conf", "cni-exclusive", "cni-log-file"}},
+	{Path: "cni.configMap", Cozystack: "cni-configuration", Ours: "", Value: true, Reason: noChaining + ": no conflist of Kube-OVN, portmap and cilium-cni to read",
+		Config: []string{"read-cni-conf"}},
+	{Path: "cozy-cilium/cni-configuration ConfigMap", Cozystack: "Kube-OVN, portmap (snat) and cilium-cni, chained (packages/system/cilium/templates/cni.yaml)", Ours: "not recorded",
+		Reason: noChaining + ": nothing reads it"},
+	{Path: "cni.exclusive", Cozystack: true, Ours: false, Value: true,
+		Reason: noChaining + ": with customConf off the chart renders cni-exclusive (Cozystack's rendering has none), and exclusive would have the agent rename every other conflist in the CNI folder, where the chained plugin's goes",
+		Config: []string{"cni-exclusive"}},
+
+	// Cilium's other processes.
+	{Path: "healthChecking", Cozystack: true, Ours: false, Value: true, Reason: noHealth,
+		Config: []string{"enable-health-checking"}},
+	{Path: "endpointHealthChecking.enabled", Cozystack: true, Ours: false, Value: true, Reason: noHealth + " (Cozystack's rendering says false only because it chains)",
+		Config: []string{"enable-endpoint-health-checking"}},
+	{Path: "cilium-operator process", Cozystack: "one replica", Ours: "none",
+		Reason: "it cannot be had: the operator's image is not built here; with IPAM from Node.spec.podCIDR (ipam.mode kubernetes) and CRD identities that the agent allocates, one node needs nothing of it, and the harness installs the CRDs"},
+	{Path: "cilium-operator Deployment spec.paused", Cozystack: false, Ours: true,
+		Reason: "recorded as rendered (its image names Cilium's version for `kubectl hairpin check`) but paused, so kube-controller-manager's deployment controller, which every other Deployment needs, makes it no ReplicaSet and the node agent is never asked to run the operator's image",
+		record: func(in *ciliumInstall) { in.operator.Spec.Paused = true }},
+	{Path: "cilium DaemonSet Pods", Cozystack: "one per node", Ours: "none: kube-controller-manager runs without its daemonset controller",
+		Reason: "the agent is a process of the harness; no other DaemonSet runs here"},
+
+	// The image.
+	{Path: "image", Cozystack: "ghcr.io/cozystack/cozystack/cilium:v1.6.0@sha256:136a7dff… (recorded)", Ours: "cilium-agent and cilium-cni v1.19.5, built from github.com/cilium/cilium by build/tools.sh, run as processes",
+		Reason: "an image cannot be pulled here; Cozystack's image is upstream's v1.19.5 but for the patch below"},
+	{Path: "bpf/bpf_host.c", Cozystack: "patched: IPv6 passes to the kernel stack under the host firewall while the IPv6 datapath is off (packages/system/cilium/images/cilium/patches)", Ours: "upstream's: the host firewall drops the node's IPv6",
+		Reason: "the agent compiles the module's BPF sources, which carry no patch; the node has no IPv6 here, so nothing reaches that path"},
+
+	// Cozystack's other package of the variant.
+	{Path: "CiliumClusterwideNetworkPolicy restrict-system-components", Cozystack: "applied (packages/system/cilium-networkpolicy): denies world ingress to the node's ports 2379, 2380, 3367, 7946, 8123, 9120, 9121, 9140, 9141, 9443, 10250, 10257, 10259",
+		Ours:   "not applied",
+		Reason: "not applied until the stories have run under it: it is the host firewall's first policy here, and puts the node's own endpoint under enforcement; the ports it closes to world are reached here only from the node itself"},
+}
+
+// DefaultCiliumValues are the chart values of the cilium dataplane on top of
+// Cozystack's files: the Ours of every row of the deviation table that is
+// a chart value. A fresh map each call: a shape may change its copy.
+func DefaultCiliumValues() CiliumValues {
+	v := CiliumValues{}
+	for _, d := range ciliumDeviations {
+		if d.Value {
+			v[d.Path] = d.Ours
+		}
+	}
+	return v
+}
