@@ -19,10 +19,15 @@ import (
 )
 
 // Image references as the charts render them: Cozystack's rebuild of the
-// agent, tagged with the platform's version, and upstream's operator.
+// agent, tagged with the platform's version, and upstream's operator, as
+// Cozystack's default networking variant renders Cilium's chart 1.19.5
+// (cozystack/cozystack 3c780acd417f086f8f18d040d0d7020ff55d3ba3,
+// packages/system/cilium: values.yaml and charts/cilium/values.yaml); the
+// test cluster records the same (test/harness/cluster CiliumImage and
+// CiliumOperatorImage).
 const (
-	cozystackAgent   = "ghcr.io/cozystack/cozystack/cilium:v1.6.0@sha256:136a7dff5f1c1bd3cba8a2a5e4b3f1e08fd5e3e2c3c1b1d46c0a3f7d4e8b2a91"
-	upstreamOperator = "quay.io/cilium/operator-generic:v1.19.5@sha256:a4f0e8b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9"
+	cozystackAgent   = "ghcr.io/cozystack/cozystack/cilium:v1.6.0@sha256:136a7dfff4d6adcd448424c2354144160028a8e96eb6558b917fd3ee6d7b39fe"
+	upstreamOperator = "quay.io/cilium/operator-generic:v1.19.5@sha256:be848a365776e07d0c5a895eda7aec928ddc52a5a1fa2f432fd7a286609e1db4"
 	digestOnlyAgent  = "quay.io/cilium/cilium@sha256:4d1b2a5dbd8e3d0bb8d7d1b9b6c8e1f0a2c4d6e8f0a1b3c5d7e9f1a3b5c7d9e1"
 )
 

@@ -59,7 +59,7 @@ var ciliumDeviations = []ciliumDeviation{
 		Reason: "the agent is a process of the harness in the node's namespaces, not a container with the host mounted at /host"},
 
 	// Kube-OVN's pieces: until chaining lands, Cilium is the CNI.
-	{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: nil, Value: true, Reason: noChaining + " (ovn0 and genev_sys_6081 are its devices); the agent detects the node's own",
+	{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: "", Value: true, Reason: noChaining + " (ovn0 and genev_sys_6081 are its devices); the agent detects the node's own",
 		Config: []string{"devices"}},
 	{Path: "cni.chainingMode", Cozystack: "generic-veth", Ours: "none", Value: true, Reason: noChaining,
 		Config: []string{"cni-chaining-mode", "enable-identity-mark", "enable-local-node-route", "enable-host-legacy-routing", "dnsproxy-enable-transparent-mode"}},
