@@ -42,8 +42,8 @@ func (d ciliumDataplane) value(path string) string {
 	v, ok := d.values[path]
 	if !ok {
 		var err error
-		// The files are embedded and read by every render: an error here
-		// fails the render first.
+		// The files are embedded, and an error reading them fails the
+		// render before any Capabilities matter.
 		if v, ok, err = cozystackValue(path); err != nil || !ok {
 			return ""
 		}

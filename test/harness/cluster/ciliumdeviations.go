@@ -81,7 +81,7 @@ var ciliumDeviations = []ciliumDeviation{
 	{Path: "endpointHealthChecking.enabled", Cozystack: true, Ours: false, Value: true, Reason: noHealth + " (Cozystack's rendering says false only because it chains)",
 		Config: []string{"enable-endpoint-health-checking"}},
 	{Path: "cilium-operator process", Cozystack: "one replica", Ours: "none",
-		Reason: "it cannot be had: the operator's image is not built here; with IPAM from Node.spec.podCIDR (ipam.mode kubernetes) and CRD identities that the agent allocates, one node needs nothing of it, and the harness installs the CRDs"},
+		Reason: "the operator is neither built nor pulled here, and one node needs nothing of it: IPAM from Node.spec.podCIDR (ipam.mode kubernetes), identities in CRDs that the agent allocates, no CiliumLoadBalancerIPPool for its LB-IPAM (the harness writes LoadBalancer status as MetalLB does), and the harness installs the CRDs"},
 	{Path: "cilium-operator Deployment spec.paused", Cozystack: false, Ours: true,
 		Reason: "recorded as rendered (its image names Cilium's version for `kubectl hairpin check`) but paused, so kube-controller-manager's deployment controller, which every other Deployment needs, makes it no ReplicaSet and the node agent is never asked to run the operator's image",
 		record: func(in *ciliumInstall) { in.operator.Spec.Paused = true }},
@@ -92,7 +92,7 @@ var ciliumDeviations = []ciliumDeviation{
 	{Path: "image", Cozystack: "ghcr.io/cozystack/cozystack/cilium:v1.6.0@sha256:136a7dff… (recorded)", Ours: "cilium-agent and cilium-cni v1.19.5, built from github.com/cilium/cilium by build/tools.sh, run as processes",
 		Reason: "an image cannot be pulled here; Cozystack's image is upstream's v1.19.5 but for the patch below"},
 	{Path: "bpf/bpf_host.c", Cozystack: "patched: IPv6 passes to the kernel stack under the host firewall while the IPv6 datapath is off (packages/system/cilium/images/cilium/patches)", Ours: "upstream's: the host firewall drops the node's IPv6",
-		Reason: "the agent compiles the module's BPF sources, which carry no patch; the node has no IPv6 here, so nothing reaches that path"},
+		Reason: "the agent compiles the module's BPF sources, which carry no patch; every address of the test cluster is IPv4 (198.18.0.0/15, 203.0.113.0/24), so only unused IPv6 (link-local Neighbor Discovery) is dropped"},
 
 	// Cozystack's other package of the variant.
 	{Path: "CiliumClusterwideNetworkPolicy restrict-system-components", Cozystack: "applied (packages/system/cilium-networkpolicy): denies world ingress to the node's ports 2379, 2380, 3367, 7946, 8123, 9120, 9121, 9140, 9141, 9443, 10250, 10257, 10259",

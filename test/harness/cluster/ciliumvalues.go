@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -43,8 +44,10 @@ var ciliumValueFiles = []struct{ name, key string }{
 }
 
 // cozystackValues are the values of [ciliumValueFiles], each file's
-// unwrapped from its key, in order.
-func cozystackValues() ([]map[string]any, error) {
+// unwrapped from its key, in order; read once, and not to be changed.
+var cozystackValues = sync.OnceValues(readCozystackValues)
+
+func readCozystackValues() ([]map[string]any, error) {
 	var out []map[string]any
 	for _, f := range ciliumValueFiles {
 		b, err := cozystackCilium.ReadFile(path.Join("testdata/cozystack/cilium", f.name))
@@ -123,7 +126,7 @@ func writeValueFiles(dir string, values CiliumValues) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, values.nest())
+	files = append(slices.Clone(files), values.nest())
 	var paths []string
 	for i, m := range files {
 		b, err := yaml.Marshal(m)
