@@ -88,6 +88,9 @@ var ciliumDeviations = []ciliumDeviation{
 	{Path: "cilium DaemonSet Pods", Cozystack: "one per node", Ours: "none: kube-controller-manager runs without its daemonset controller",
 		Reason: "the agent is a process of the harness; no other DaemonSet runs here"},
 
+	{Path: "the chart's other objects (ServiceAccounts, RBAC, the cilium-secrets Namespace)", Cozystack: "installed", Ours: "not recorded",
+		Reason: "the agent reaches the apiserver with the control plane's admin kubeconfig, and nothing else reads them"},
+
 	// The image.
 	{Path: "image", Cozystack: "ghcr.io/cozystack/cozystack/cilium:v1.6.0@sha256:136a7dff… (recorded)", Ours: "cilium-agent and cilium-cni v1.19.5, built from github.com/cilium/cilium by build/tools.sh, run as processes",
 		Reason: "an image cannot be pulled here; Cozystack's image is upstream's v1.19.5 but for the patch below"},
