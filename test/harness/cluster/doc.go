@@ -18,9 +18,9 @@
 //     kube-proxy. The agent runs in the node's network namespace and a
 //     mount namespace of its own (its own bpffs, the node's child of the
 //     cgroup2 hierarchy as its cgroup root, a private /run, /proc/sys
-//     read-only but for the node's /proc/sys/net), and
-//     reads its settings from the cilium-config ConfigMap that the harness
-//     renders from Cilium's chart into [CiliumNamespace], as --config-dir.
+//     read-only but for the node's /proc/sys/net), and reads its settings
+//     from the cilium-config ConfigMap that the harness renders from
+//     Cilium's chart into [CiliumNamespace], as --config-dir.
 //     The cilium DaemonSet (Cozystack's image, [CiliumImage]) and the
 //     cilium-operator Deployment (upstream's, [CiliumOperatorImage]) are
 //     written too, as the chart leaves them, but are records only:
@@ -29,9 +29,9 @@
 //     process of the harness, built from Cilium v1.19.5. The node agent
 //     attaches each Pod by running the real cilium-cni (ADD and DEL, with
 //     the conflist the agent writes and its API socket), which gives the
-//     Pod its address. After teardown nothing
-//     of it is left: a cgroup or device program that an agent which died
-//     left attached is detached explicitly;
+//     Pod its address. After teardown nothing of it is left: a cgroup or
+//     device program that an agent which died left attached is detached
+//     explicitly;
 //   - outside: a network namespace for the world beyond the node: the public
 //     DNS, and the load balancer itself, HAProxy with `send-proxy` on each
 //     LoadBalancer IP in front of the Service's NodePorts, and on each
