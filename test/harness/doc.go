@@ -44,6 +44,10 @@
 //   - netns, userns, rootfs, hoststate: network namespaces, the demo's user
 //     namespace, images' root filesystems, and the machine's state before
 //     and after (sysctls, rule sets, BPF), which nothing may change;
+//   - cgroup2: the node's child of the cgroup2 hierarchy, which every
+//     process of the node's and its Pods' namespaces starts in (a namespace
+//     carries it as netns.NS.Cgroup), and where a dataplane's socket
+//     programs attach: they act on the node, never on the machine;
 //   - steady: the lifecycle tests' steady client, a command of its own.
 //
 // A test gets a cluster of a shape from test/dataplane: dataplane.Shared
