@@ -297,7 +297,7 @@ func (cl *cilium) command(c *Cluster) *exec.Cmd {
 func (cl *cilium) cni() *node.CNI {
 	return &node.CNI{
 		ConfFile: filepath.Join(cl.dir, "cni", "05-cilium.conflist"),
-		BinDir:   cl.assets,
+		Path:     []string{cl.assets},
 		Env:      []string{"CILIUM_SOCK=" + filepath.Join(cl.dir, "run", "cilium.sock")},
 	}
 }
