@@ -162,26 +162,108 @@ func (c *Cluster) NodeCgroup() string { return "/" + c.topo.cgroup.Name }
 // policy's policy-enabled): "ingress", "egress", "both" or "none"; an
 // error outside the cilium mode or when the agent has no such endpoint.
 func (c *Cluster) CiliumPolicyEnforcement(ctx context.Context, namespace, name string) (string, error) {
-	var endpoints []struct {
-		Status struct {
-			ExternalIdentifiers struct {
-				Namespace string `json:"k8s-namespace"`
-				Pod       string `json:"k8s-pod-name"`
-			} `json:"external-identifiers"`
-			Policy struct {
-				Realized struct {
-					Enabled string `json:"policy-enabled"`
-				} `json:"realized"`
-			} `json:"policy"`
-		} `json:"status"`
-	}
-	if err := c.ciliumAPI(ctx, "/v1/endpoint", &endpoints); err != nil {
+	ep, err := c.ciliumEndpoint(ctx, namespace, name)
+	if err != nil {
 		return "", err
 	}
-	for _, ep := range endpoints {
-		if id := ep.Status.ExternalIdentifiers; id.Namespace == namespace && id.Pod == name {
-			return ep.Status.Policy.Realized.Enabled, nil
+	return ep.Status.Policy.Realized.Enabled, nil
+}
+
+// CiliumEndpoint is what cilium-agent holds of a Pod's endpoint.
+type CiliumEndpoint struct {
+	// IPv4 is the Pod's address, as its CNI plugin gave it.
+	IPv4 netip.Addr
+	// Interface is the host end of the Pod's veth, in the node's
+	// namespace, where the agent attaches the Pod's programs.
+	Interface string
+}
+
+// CiliumEndpoint returns cilium-agent's endpoint of Pod namespace/name (its
+// API's GET /v1/endpoint); an error outside the cilium mode or when the
+// agent has no such endpoint.
+func (c *Cluster) CiliumEndpoint(ctx context.Context, namespace, name string) (CiliumEndpoint, error) {
+	ep, err := c.ciliumEndpoint(ctx, namespace, name)
+	if err != nil {
+		return CiliumEndpoint{}, err
+	}
+	out := CiliumEndpoint{Interface: ep.Status.Networking.InterfaceName}
+	for _, a := range ep.Status.Networking.Addressing {
+		if ip, err := netip.ParseAddr(a.IPv4); err == nil {
+			out.IPv4 = ip
+			break
 		}
 	}
-	return "", fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
+	return out, nil
+}
+
+// ciliumEndpointModel is the part of the agent's endpoint model the
+// harness reads.
+type ciliumEndpointModel struct {
+	Status struct {
+		ExternalIdentifiers struct {
+			Namespace string `json:"k8s-namespace"`
+			Pod       string `json:"k8s-pod-name"`
+		} `json:"external-identifiers"`
+		Networking struct {
+			Addressing []struct {
+				IPv4 string `json:"ipv4"`
+			} `json:"addressing"`
+			InterfaceName string `json:"interface-name"`
+		} `json:"networking"`
+		Policy struct {
+			Realized struct {
+				Enabled string `json:"policy-enabled"`
+			} `json:"realized"`
+		} `json:"policy"`
+	} `json:"status"`
+}
+
+// ciliumEndpoint is the agent's endpoint of Pod namespace/name.
+func (c *Cluster) ciliumEndpoint(ctx context.Context, namespace, name string) (*ciliumEndpointModel, error) {
+	var endpoints []ciliumEndpointModel
+	if err := c.ciliumAPI(ctx, "/v1/endpoint", &endpoints); err != nil {
+		return nil, err
+	}
+	for i, ep := range endpoints {
+		if id := ep.Status.ExternalIdentifiers; id.Namespace == namespace && id.Pod == name {
+			return &endpoints[i], nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
+}
+
+// DeviceBPFPrograms returns the names of the BPF programs attached to
+// device dev of the node's namespace (its tc and tcx hooks), sorted.
+func (c *Cluster) DeviceBPFPrograms(dev string) ([]string, error) {
+	out, err := c.topo.node.Command("bpftool", "-j", "net", "show", "dev", dev).Output()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bpftool net show dev %s: %w", dev, err)
+	}
+	var shown []struct {
+		TC []struct {
+			Name   string `json:"name"`
+			ProgID int    `json:"prog_id"`
+		} `json:"tc"`
+	}
+	if err := json.Unmarshal(out, &shown); err != nil {
+		return nil, fmt.Errorf("cluster: bpftool net show dev %s: %w: %q", dev, err, out)
+	}
+	// bpftool net shows a program's name cut to 15 bytes; prog show has
+	// the whole of it.
+	b, err := hoststate.TakeBPF()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range shown {
+		for _, p := range s.TC {
+			if n := b.Progs[p.ProgID]; n != "" {
+				names = append(names, n)
+			} else {
+				names = append(names, p.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }

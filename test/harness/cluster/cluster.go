@@ -169,6 +169,7 @@ func (c *Cluster) start(t testing.TB) error {
 		NodeNS:         c.topo.node,
 		PodCIDR:        PodCIDR,
 		CNI:            c.opts.Dataplane.cni(c),
+		Annotations:    c.opts.Dataplane.nodeAnnotations(c),
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  c.opts.ClusterDomain,
 		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",

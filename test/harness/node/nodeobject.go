@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"strconv"
@@ -37,7 +38,8 @@ func (n *Node) nodeObject() *corev1.Node {
 	cidr := n.cfg.PodCIDR.String()
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: n.cfg.NodeName,
+			Name:        n.cfg.NodeName,
+			Annotations: maps.Clone(n.cfg.Annotations),
 			Labels: map[string]string{
 				corev1.LabelHostname:   n.cfg.NodeName,
 				corev1.LabelOSStable:   "linux",
