@@ -92,13 +92,6 @@ func (d ciliumDataplane) start(t testing.TB, c *Cluster) error {
 
 func (ciliumDataplane) cni(c *Cluster) *node.CNI { return c.cilium.cni() }
 
-func (ciliumDataplane) nodeAnnotations(c *Cluster) map[string]string {
-	if c.cilium.chain == nil {
-		return nil
-	}
-	return c.cilium.chain.nodeAnnotations()
-}
-
 // waitReady: the agent has waited for its Node and its podCIDR; it
 // compiles its BPF programs with clang before it is ready.
 func (ciliumDataplane) waitReady(t testing.TB, c *Cluster) error { return c.cilium.waitReady(t, c) }
@@ -207,7 +200,7 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values []string)
 	if err := install.apply(ctx, c.CP.Clientset); err != nil {
 		return err
 	}
-	if cl.chain, err = newCiliumChain(ctx, c.CP.Clientset, install, c.opts.AssetsDir, cl.dir); err != nil {
+	if cl.chain, err = newCiliumChain(ctx, c.CP, install, c.opts.AssetsDir, cl.dir); err != nil {
 		return err
 	}
 	// The agent reads its settings from the ConfigMap's data, one file per

@@ -11,7 +11,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
@@ -78,10 +80,10 @@ type ciliumChain struct {
 // newCiliumChain provides what the rendered install asks of the node when
 // it chains: a conflist in the ConfigMap that the agent's DaemonSet mounts
 // (cni.configMap), read from cilium-config's read-cni-conf. It records the
-// ConfigMap, as Cozystack's chart applies it, and writes its conflist
-// under dir for the agent. nil when the install does not chain, or writes
-// its own conflist.
-func newCiliumChain(ctx context.Context, cs kubernetes.Interface, install *ciliumInstall, assets, dir string) (*ciliumChain, error) {
+// ConfigMap, as Cozystack's chart applies it, writes its conflist under
+// dir for the agent, and records cilium_host's address. nil when the
+// install does not chain, or writes its own conflist.
+func newCiliumChain(ctx context.Context, cp *harness.ControlPlane, install *ciliumInstall, assets, dir string) (*ciliumChain, error) {
 	read := install.config.Data["read-cni-conf"]
 	if read == "" {
 		return nil, nil
@@ -118,8 +120,11 @@ func newCiliumChain(ctx context.Context, cs kubernetes.Interface, install *ciliu
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: install.config.Namespace},
 		Data:       map[string]string{filepath.Base(read): string(conf)},
 	}
-	if _, err := cs.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Clientset.CoreV1().ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("cilium: %w", err)
+	}
+	if err := ch.recordRouterIP(ctx, cp); err != nil {
+		return nil, err
 	}
 	return ch, nil
 }
@@ -178,16 +183,32 @@ func ciliumChainConf(podCIDR netip.Prefix, gateway netip.Addr, dataDir string) (
 	return b, nil
 }
 
-// ciliumHostIPAnnotation is the Node annotation from which the agent takes
-// cilium_host's address before its IPAM picks one
-// (daemon/infraendpoints/infra_ip_allocation.go AllocateIPs, and
-// annotation.CiliumHostIP in pkg/annotation/k8s.go, cilium v1.19.5).
-const ciliumHostIPAnnotation = "network.cilium.io/ipv4-cilium-host"
+// ciliumNodeGVR is Cilium's CiliumNode resource.
+var ciliumNodeGVR = schema.GroupVersionResource{Group: "cilium.io", Version: "v2", Resource: "ciliumnodes"}
 
-// nodeAnnotations are the Node's annotations when chained: cilium_host's
-// address is the Pods' gateway. Left to the agent's IPAM, it would be a
-// random free address of podCIDR (pkg/ipam/service/allocator, cilium
-// v1.19.5), which host-local, knowing nothing of it, may give a Pod too.
-func (ch *ciliumChain) nodeAnnotations() map[string]string {
-	return map[string]string{ciliumHostIPAnnotation: ch.routerIP.String()}
+// recordRouterIP records the Node's CiliumNode with cilium_host's address,
+// the Pods' gateway, from which the agent takes it at start as one that
+// restarts does (initFromK8s in pkg/node/sync/local_node_sync.go and
+// AllocateIPs in daemon/infraendpoints/infra_ip_allocation.go, cilium
+// v1.19.5); the agent updates the rest. Left to the agent's IPAM,
+// cilium_host's address would be a random free one of podCIDR
+// (pkg/ipam/service/allocator), which host-local, knowing nothing of it,
+// may give a Pod too.
+func (ch *ciliumChain) recordRouterIP(ctx context.Context, cp *harness.ControlPlane) error {
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		return fmt.Errorf("cilium: %w", err)
+	}
+	cn := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cilium.io/v2",
+		"kind":       "CiliumNode",
+		"metadata":   map[string]any{"name": NodeName},
+		"spec": map[string]any{
+			"addresses": []any{map[string]any{"type": "CiliumInternalIP", "ip": ch.routerIP.String()}},
+		},
+	}}
+	if _, err := dyn.Resource(ciliumNodeGVR).Create(ctx, cn, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("cilium: record cilium_host's address: %w", err)
+	}
+	return nil
 }

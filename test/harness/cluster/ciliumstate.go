@@ -232,37 +232,30 @@ func (c *Cluster) ciliumEndpoint(ctx context.Context, namespace, name string) (*
 	return nil, fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
 }
 
-// DeviceBPFPrograms returns the names of the BPF programs attached to
-// device dev of the node's namespace (its tc and tcx hooks), sorted.
+// DeviceBPFPrograms returns the names of the BPF programs attached to the
+// tcx hooks (ingress and egress) of device dev of the node's namespace,
+// sorted: where cilium-agent attaches its device programs.
 func (c *Cluster) DeviceBPFPrograms(dev string) ([]string, error) {
-	out, err := c.topo.node.Command("bpftool", "-j", "net", "show", "dev", dev).Output()
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bpftool net show dev %s: %w", dev, err)
+	var ids []int
+	if err := c.topo.node.Do(func() error {
+		for _, egress := range []bool{false, true} {
+			got, err := hoststate.TCXPrograms(dev, egress)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, got...)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	var shown []struct {
-		TC []struct {
-			Name   string `json:"name"`
-			ProgID int    `json:"prog_id"`
-		} `json:"tc"`
-	}
-	if err := json.Unmarshal(out, &shown); err != nil {
-		return nil, fmt.Errorf("cluster: bpftool net show dev %s: %w: %q", dev, err, out)
-	}
-	// bpftool net shows a program's name cut to 15 bytes; prog show has
-	// the whole of it.
 	b, err := hoststate.TakeBPF()
 	if err != nil {
 		return nil, err
 	}
-	var names []string
-	for _, s := range shown {
-		for _, p := range s.TC {
-			if n := b.Progs[p.ProgID]; n != "" {
-				names = append(names, n)
-			} else {
-				names = append(names, p.Name)
-			}
-		}
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		names = append(names, b.Progs[id])
 	}
 	sort.Strings(names)
 	return names, nil

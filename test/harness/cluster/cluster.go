@@ -169,7 +169,6 @@ func (c *Cluster) start(t testing.TB) error {
 		NodeNS:         c.topo.node,
 		PodCIDR:        PodCIDR,
 		CNI:            c.opts.Dataplane.cni(c),
-		Annotations:    c.opts.Dataplane.nodeAnnotations(c),
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  c.opts.ClusterDomain,
 		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",

@@ -35,9 +35,6 @@ type Dataplane interface {
 	start(t testing.TB, c *Cluster) error
 	// cni is how the node agent attaches Pods; nil for its own veths.
 	cni(c *Cluster) *node.CNI
-	// nodeAnnotations are what the Node is registered with, for the
-	// dataplane to read at its start.
-	nodeAnnotations(c *Cluster) map[string]string
 	// waitReady waits, once the node agent runs, until it serves.
 	waitReady(t testing.TB, c *Cluster) error
 }

@@ -44,8 +44,6 @@ func (kubeProxy) controllers() string { return "*,-nodeipam" }
 
 func (kubeProxy) cni(*Cluster) *node.CNI { return nil }
 
-func (kubeProxy) nodeAnnotations(*Cluster) map[string]string { return nil }
-
 func (kubeProxy) waitReady(testing.TB, *Cluster) error { return nil }
 
 // start starts kube-proxy in its mode. Its conntrack

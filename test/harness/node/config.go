@@ -24,9 +24,6 @@ type Config struct {
 	// PodCIDR is the node's pod range (the Node's spec.podCIDR): .1 is the
 	// gateway, Pods get .2, .3… unless CNI attaches them.
 	PodCIDR netip.Prefix
-	// Annotations are the Node's annotations when it registers: what a
-	// node's provisioning sets before its agents start.
-	Annotations map[string]string
 	// CNI, when set, attaches every Pod that is not hostNetwork through a
 	// CNI plugin, which gives it its address, in place of the agent's own
 	// veth and addresses.

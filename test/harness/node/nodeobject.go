@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"runtime"
 	"strconv"
@@ -38,8 +37,7 @@ func (n *Node) nodeObject() *corev1.Node {
 	cidr := n.cfg.PodCIDR.String()
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        n.cfg.NodeName,
-			Annotations: maps.Clone(n.cfg.Annotations),
+			Name: n.cfg.NodeName,
 			Labels: map[string]string{
 				corev1.LabelHostname:   n.cfg.NodeName,
 				corev1.LabelOSStable:   "linux",
