@@ -15,7 +15,8 @@ GO_SOURCES := $(shell find . -name '*.go' -not -path './test/tools/*' -not -path
 # Control-plane binaries (kube-apiserver, etcd) built from source, cached by
 # the tools module's go.sum, and helm and actionlint, each cached by its own
 # module's go.sum. build/tools.sh prints the folder it filled. cilium-agent
-# and cilium-cni (test/tools/cilium) are linked into that folder as cilium/
+# and cilium-cni (test/tools/cilium), and the CNI plugins they are chained
+# on (test/tools/cni), are linked into that folder as cilium/ and cni/
 # by `build/tools.sh cilium`: only `make test`, `make tools` and
 # `DEMO_DATAPLANE=cilium make demo` wait for them.
 TOOLS_DIR = $(shell build/tools.sh --dir)
@@ -52,7 +53,8 @@ tools: cluster-tools cilium-tools
 cluster-tools:
 	build/tools.sh
 
-# cilium-agent and cilium-cni, the test cluster's cilium mode.
+# cilium-agent and cilium-cni, the test cluster's cilium mode, and the CNI
+# plugins (ptp, host-local, portmap) it chains cilium-cni on.
 cilium-tools:
 	build/tools.sh cilium >/dev/null
 

@@ -6,7 +6,8 @@
 # commands with (module test/tools), helm (module test/tools/helm),
 # actionlint (module test/tools/actionlint), which lints the CI workflows,
 # and on request cilium-agent and cilium-cni (module test/tools/cilium), the
-# dataplane of the test cluster's cilium mode.
+# dataplane of the test cluster's cilium mode, with the CNI reference
+# plugins that cilium-cni is chained on there (module test/tools/cni).
 #
 #   build/tools.sh              build what is not cached yet (all of them) and
 #                               print the control-plane folder on the last line
@@ -16,9 +17,14 @@
 #   build/tools.sh helm         build helm only, and print its path
 #   build/tools.sh actionlint   build actionlint only, and print its path
 #   build/tools.sh cilium       build cilium-agent and cilium-cni only (with
-#                               Cilium's BPF sources, CRDs and chart), link
-#                               them into the control-plane folder as
-#                               cilium/, and print that folder
+#                               Cilium's BPF sources, CRDs and chart), and
+#                               the CNI plugins below; link them into the
+#                               control-plane folder as cilium/ and cni/, and
+#                               print that folder
+#   build/tools.sh cni          build the CNI plugins ptp, host-local and
+#                               portmap only, link them into the
+#                               control-plane folder as cni/, and print
+#                               that folder
 #   build/tools.sh --dir        print the absolute control-plane folder; build nothing
 #   build/tools.sh --helm       print the absolute path of helm; build nothing
 #   build/tools.sh --actionlint print the absolute path of actionlint; build nothing
@@ -41,6 +47,14 @@
 # Cilium alone, so that `make demo` never waits for it; `make test` asks for
 # it.
 #
+# The CNI plugins land in .cache/tools/cni-<...of test/tools/cni/go.sum>/:
+# ptp, host-local and portmap from github.com/containernetworking/plugins,
+# the network the cilium mode chains cilium-cni on in Kube-OVN's place.
+# The control-plane folder gets a link to it, cni. They come with Cilium
+# (`build/tools.sh cilium`), whose mode is their only user. A cold build
+# takes about 3 minutes on 2 cores with an empty Go build cache (mostly the
+# standard library), seconds once the other tools are built.
+#
 # helm and actionlint have modules of their own so that bumping one neither
 # changes the versions kube-apiserver is built with nor invalidates another's
 # cache.
@@ -62,6 +76,8 @@ lintmod="$mod/actionlint"
 lintdir="$root/.cache/tools/actionlint-$(sha256sum "$lintmod/go.sum" | cut -c1-12)"
 ciliummod="$mod/cilium"
 ciliumdir="$root/.cache/tools/cilium-$(sha256sum "$ciliummod/go.sum" | cut -c1-12)"
+cnimod="$mod/cni"
+cnidir="$root/.cache/tools/cni-$(sha256sum "$cnimod/go.sum" | cut -c1-12)"
 
 only=""
 case "${1:-}" in
@@ -77,15 +93,15 @@ case "${1:-}" in
 	echo "$lintdir/actionlint"
 	exit 0
 	;;
-helm | actionlint | cilium | demo) only="$1" ;;
+helm | actionlint | cilium | cni | demo) only="$1" ;;
 "") ;;
 *)
-	echo "usage: $0 [helm|actionlint|cilium|demo|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|cilium|cni|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 	;;
 esac
 if [[ $# -gt 1 ]]; then
-	echo "usage: $0 [helm|actionlint|cilium|demo|--dir|--helm|--actionlint]" >&2
+	echo "usage: $0 [helm|actionlint|cilium|cni|demo|--dir|--helm|--actionlint]" >&2
 	exit 2
 fi
 
@@ -185,8 +201,28 @@ build_cilium() {
 	ln -sfn "../$(basename "$ciliumdir")" "$dir/cilium"
 }
 
+# build_cni: the CNI reference plugins ptp, host-local and portmap, stamped
+# as their release builds are (-X .../buildversion.BuildVersion, in
+# containernetworking/plugins .github/workflows/release.yaml), then the
+# link in the control-plane folder.
+build_cni() {
+	local pver p
+	pver="$(go -C "$cnimod" list -m -f '{{.Version}}' github.com/containernetworking/plugins)"
+	for p in main/ptp ipam/host-local meta/portmap; do
+		build "$(basename "$p")" "github.com/containernetworking/plugins/plugins/$p" "-s -w -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$pver" "$cnimod" "$cnidir"
+	done
+	mkdir -p "$dir"
+	ln -sfn "../$(basename "$cnidir")" "$dir/cni"
+}
+
 if [[ "$only" == cilium ]]; then
 	build_cilium
+	build_cni
+	echo "$dir"
+	exit 0
+fi
+if [[ "$only" == cni ]]; then
+	build_cni
 	echo "$dir"
 	exit 0
 fi

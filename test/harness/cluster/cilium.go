@@ -140,6 +140,7 @@ type cilium struct {
 	agent   *harness.Process
 	started time.Time
 	bpf     *hoststate.BPF // the machine's BPF state before the agent
+	chain   *ciliumChain   // the primary network cilium-cni is chained on, if it is
 }
 
 // ciliumAssets returns the folder of cilium-agent, cilium-cni and share/
@@ -220,6 +221,9 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumVal
 	if err := install.apply(ctx, c.CP.Clientset); err != nil {
 		return err
 	}
+	if cl.chain, err = newCiliumChain(ctx, c.CP, install, c.opts.AssetsDir, cl.dir); err != nil {
+		return err
+	}
 	// The agent reads its settings from the ConfigMap's data, one file per
 	// key, as the DaemonSet mounts it at --config-dir.
 	for k, v := range install.config.Data {
@@ -293,8 +297,8 @@ exec "$@"
 
 // command is cilium-agent as the DaemonSet runs it (--config-dir), with
 // the paths of this node: the kubeconfig, its BPF sources (--lib-dir), /proc
-// rather than the container's /host/proc, the conflist and the CNI log in
-// the test's folder.
+// rather than the container's /host/proc, the conflist it writes, the one
+// it reads when chained, and the CNI log in the test's folder.
 func (cl *cilium) command(c *Cluster) *exec.Cmd {
 	cmd := c.topo.node.Command("unshare", "--mount", "--propagation", "slave", "/bin/sh", "-c", agentMounts, "cilium-mounts", cl.dir, c.topo.cgroup.Name,
 		filepath.Join(cl.assets, "cilium-agent"),
@@ -305,6 +309,9 @@ func (cl *cilium) command(c *Cluster) *exec.Cmd {
 		"--write-cni-conf-when-ready="+filepath.Join(cl.dir, "cni", "05-cilium.conflist"),
 		"--cni-log-file="+filepath.Join(cl.dir, "cilium-cni.log"),
 	)
+	if cl.chain != nil {
+		cmd.Args = append(cmd.Args, "--read-cni-conf="+cl.chain.conf)
+	}
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Join(cl.dir, "bin")+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"K8S_NODE_NAME="+NodeName,
@@ -314,11 +321,16 @@ func (cl *cilium) command(c *Cluster) *exec.Cmd {
 }
 
 // cni is how the node agent attaches Pods: the conflist the agent writes
-// when it is ready, cilium-cni, and the agent's API socket.
+// when it is ready, cilium-cni (and the plugins it is chained on), and the
+// agent's API socket.
 func (cl *cilium) cni() *node.CNI {
+	path := []string{cl.assets}
+	if cl.chain != nil {
+		path = append(path, cl.chain.bin)
+	}
 	return &node.CNI{
 		ConfFile: filepath.Join(cl.dir, "cni", "05-cilium.conflist"),
-		BinDir:   cl.assets,
+		Path:     path,
 		Env:      []string{"CILIUM_SOCK=" + filepath.Join(cl.dir, "run", "cilium.sock")},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,11 +21,12 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/node"
 )
 
-// TestCiliumLeavesNothingBehind runs the cilium mode with one Pod attached
-// through cilium-cni, kills the agent as a crash would, and tears the
-// cluster down: the machine must be as it was, its kernel. and net.
-// sysctls, its own rule sets, no BPF program attached to a cgroup or a
-// device, no bpffs mount, no namespace, no /run/cilium.
+// TestCiliumLeavesNothingBehind runs the cilium mode chained as Cozystack
+// chains it, with one Pod attached through ptp and cilium-cni, kills the
+// agent as a crash would, and tears the cluster down: the machine must be
+// as it was, its kernel. and net. sysctls, its own rule sets, no BPF
+// program attached to a cgroup or a device, no bpffs mount, no namespace,
+// no /run/cilium, no host-local state.
 func TestCiliumLeavesNothingBehind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a control plane and cilium-agent")
@@ -40,9 +42,13 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		harness.SkipOrFail(t, "cluster: %v", err)
 	}
 	_, runCilium := os.Stat("/run/cilium")
+	// host-local's state of the chain's network, had it been left at its
+	// default folder.
+	machineLeases := filepath.Join("/var/lib/cni/networks", "generic-veth")
+	_, leases := os.Stat(machineLeases)
 	t.Run(ciliumName, func(t *testing.T) {
 		const image = "registry.k8s.io/pause:3.10"
-		dp := Cilium(DefaultCiliumValues())
+		dp := Cilium(CiliumChainedValues())
 		c := Start(t, Options{Dataplane: dp, Images: map[string]node.Image{image: {Host: true}}})
 		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 		defer cancel()
@@ -63,14 +69,43 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 			t.Fatalf("the pod got no IP from cilium-cni: %v", err)
 		}
 		if !PodCIDR.Contains(ip) {
-			t.Errorf("cilium-cni gave the pod %s, outside the node's podCIDR %s", ip, PodCIDR)
+			t.Errorf("the chain gave the pod %s, outside the node's podCIDR %s", ip, PodCIDR)
+		}
+		// The address is host-local's, leased in the test's folder, and
+		// the agent has an endpoint for it on ptp's veth.
+		ch := c.cilium.chain
+		if ch == nil {
+			t.Fatal("the cilium mode is not chained")
+		}
+		if _, err := os.Stat(filepath.Join(ch.dataDir, "generic-veth", ip.String())); err != nil {
+			t.Errorf("host-local holds no lease for the pod's %s: %v", ip, err)
+		}
+		if out, err := c.NodeNS.IP("-4", "-o", "addr", "show", "dev", "cilium_host"); err != nil || !strings.Contains(out, " "+ch.routerIP.String()+"/") {
+			t.Errorf("cilium_host's address is not the Pods' gateway %s: %q (%v)", ch.routerIP, out, err)
+		}
+		var ep CiliumEndpoint
+		if err := harness.Poll(ctx, func(ctx context.Context) error {
+			var err error
+			ep, err = c.CiliumEndpoint(ctx, "default", "sleeper")
+			return err
+		}); err != nil {
+			t.Fatalf("cilium-agent: %v", err)
+		}
+		if ep.IPv4 != ip || ep.Interface == "" {
+			t.Errorf("cilium-agent's endpoint of the pod is %s on %q; want %s on ptp's veth", ep.IPv4, ep.Interface, ip)
 		}
 		// The agent attaches the Pod's programs once it has compiled
 		// them for the new endpoint, after cilium-cni has returned.
 		var progs []string
 		want := dp.Capabilities().BPFPrograms
 		if err := harness.Poll(ctx, func(context.Context) error {
-			var err error
+			onVeth, err := c.DeviceBPFPrograms(ep.Interface)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(onVeth, "cil_from_container") {
+				return fmt.Errorf("no cil_from_container on %s: %v", ep.Interface, onVeth)
+			}
 			if progs, err = c.AttachedBPFPrograms(); err != nil {
 				return err
 			}
@@ -124,5 +159,8 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 	}
 	if _, err := os.Stat("/run/cilium"); runCilium != nil && err == nil {
 		t.Errorf("cilium-agent left /run/cilium on the machine")
+	}
+	if _, err := os.Stat(machineLeases); leases != nil && err == nil {
+		t.Errorf("host-local left %s on the machine", machineLeases)
 	}
 }

@@ -162,26 +162,101 @@ func (c *Cluster) NodeCgroup() string { return "/" + c.topo.cgroup.Name }
 // policy's policy-enabled): "ingress", "egress", "both" or "none"; an
 // error outside the cilium mode or when the agent has no such endpoint.
 func (c *Cluster) CiliumPolicyEnforcement(ctx context.Context, namespace, name string) (string, error) {
-	var endpoints []struct {
-		Status struct {
-			ExternalIdentifiers struct {
-				Namespace string `json:"k8s-namespace"`
-				Pod       string `json:"k8s-pod-name"`
-			} `json:"external-identifiers"`
-			Policy struct {
-				Realized struct {
-					Enabled string `json:"policy-enabled"`
-				} `json:"realized"`
-			} `json:"policy"`
-		} `json:"status"`
-	}
-	if err := c.ciliumAPI(ctx, "/v1/endpoint", &endpoints); err != nil {
+	ep, err := c.ciliumEndpoint(ctx, namespace, name)
+	if err != nil {
 		return "", err
 	}
-	for _, ep := range endpoints {
-		if id := ep.Status.ExternalIdentifiers; id.Namespace == namespace && id.Pod == name {
-			return ep.Status.Policy.Realized.Enabled, nil
+	return ep.Status.Policy.Realized.Enabled, nil
+}
+
+// CiliumEndpoint is what cilium-agent holds of a Pod's endpoint.
+type CiliumEndpoint struct {
+	// IPv4 is the Pod's address, as its CNI plugin gave it.
+	IPv4 netip.Addr
+	// Interface is the host end of the Pod's veth, in the node's
+	// namespace, where the agent attaches the Pod's programs.
+	Interface string
+}
+
+// CiliumEndpoint returns cilium-agent's endpoint of Pod namespace/name (its
+// API's GET /v1/endpoint); an error outside the cilium mode or when the
+// agent has no such endpoint.
+func (c *Cluster) CiliumEndpoint(ctx context.Context, namespace, name string) (CiliumEndpoint, error) {
+	ep, err := c.ciliumEndpoint(ctx, namespace, name)
+	if err != nil {
+		return CiliumEndpoint{}, err
+	}
+	out := CiliumEndpoint{Interface: ep.Status.Networking.InterfaceName}
+	for _, a := range ep.Status.Networking.Addressing {
+		if ip, err := netip.ParseAddr(a.IPv4); err == nil {
+			out.IPv4 = ip
+			break
 		}
 	}
-	return "", fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
+	return out, nil
+}
+
+// ciliumEndpointModel is the part of the agent's endpoint model the
+// harness reads.
+type ciliumEndpointModel struct {
+	Status struct {
+		ExternalIdentifiers struct {
+			Namespace string `json:"k8s-namespace"`
+			Pod       string `json:"k8s-pod-name"`
+		} `json:"external-identifiers"`
+		Networking struct {
+			Addressing []struct {
+				IPv4 string `json:"ipv4"`
+			} `json:"addressing"`
+			InterfaceName string `json:"interface-name"`
+		} `json:"networking"`
+		Policy struct {
+			Realized struct {
+				Enabled string `json:"policy-enabled"`
+			} `json:"realized"`
+		} `json:"policy"`
+	} `json:"status"`
+}
+
+// ciliumEndpoint is the agent's endpoint of Pod namespace/name.
+func (c *Cluster) ciliumEndpoint(ctx context.Context, namespace, name string) (*ciliumEndpointModel, error) {
+	var endpoints []ciliumEndpointModel
+	if err := c.ciliumAPI(ctx, "/v1/endpoint", &endpoints); err != nil {
+		return nil, err
+	}
+	for i, ep := range endpoints {
+		if id := ep.Status.ExternalIdentifiers; id.Namespace == namespace && id.Pod == name {
+			return &endpoints[i], nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: cilium-agent has no endpoint for pod %s/%s", namespace, name)
+}
+
+// DeviceBPFPrograms returns the names of the BPF programs attached to the
+// tcx hooks (ingress and egress) of device dev of the node's namespace,
+// sorted: where cilium-agent attaches its device programs.
+func (c *Cluster) DeviceBPFPrograms(dev string) ([]string, error) {
+	var ids []int
+	if err := c.topo.node.Do(func() error {
+		for _, egress := range []bool{false, true} {
+			got, err := hoststate.TCXPrograms(dev, egress)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, got...)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	b, err := hoststate.TakeBPF()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		names = append(names, b.Progs[id])
+	}
+	sort.Strings(names)
+	return names, nil
 }

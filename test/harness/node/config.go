@@ -90,8 +90,8 @@ func (c *Config) validate() error {
 	case c.Dir == "":
 		return fmt.Errorf("node: Config.Dir is empty")
 	}
-	if c.CNI != nil && (c.CNI.ConfFile == "" || c.CNI.BinDir == "") {
-		return fmt.Errorf("node: Config.CNI needs ConfFile and BinDir")
+	if c.CNI != nil && (c.CNI.ConfFile == "" || len(c.CNI.Path) == 0) {
+		return fmt.Errorf("node: Config.CNI needs ConfFile and Path")
 	}
 	for ref, img := range c.Images {
 		if err := img.validate(); err != nil {

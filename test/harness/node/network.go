@@ -18,10 +18,12 @@ type podNetwork struct {
 	hostVeth string // in the node's namespace
 	owned    bool   // false for hostNetwork Pods, which use the node's
 
-	cni         *CNI      // the plugin that attached it, if one did
-	cniArgs     string    // its CNI_ARGS
-	containerID string    // its CNI_CONTAINERID
-	nodeNS      *netns.NS // where the plugin runs
+	cni         *CNI         // the network that attaches it, if one does
+	cniArgs     string       // its CNI_ARGS
+	containerID string       // its CNI_CONTAINERID
+	nodeNS      *netns.NS    // where the plugins run
+	cniList     *cniConfList // the conflist its ADD ran, once it succeeded
+	cniResult   []byte       // and that ADD's result
 }
 
 // newPodNS creates the network namespace of the Pod uid. What runs in it
@@ -77,16 +79,17 @@ func (n *Node) hostNetwork() *podNetwork {
 }
 
 // tearDown deletes the namespace, which takes the veth pair, its routes and
-// every process left inside with it; a CNI plugin first gets its DEL, as
-// from a runtime that removes the sandbox. The namespace goes also when
-// the DEL fails.
+// every process left inside with it; the CNI network that attached it
+// first gets its DEL, with the conflist and result of the ADD (libcni
+// caches both for it), as from a runtime that removes the sandbox. The
+// namespace goes also when the DEL fails.
 func (pn *podNetwork) tearDown() error {
 	if !pn.owned {
 		return nil
 	}
 	var errs []error
-	if pn.cni != nil {
-		if _, err := pn.cniExec("DEL"); err != nil {
+	if pn.cniList != nil {
+		if err := pn.cniList.del(pn.cniInvoker(), pn.cniResult); err != nil {
 			errs = append(errs, err)
 		}
 	}
