@@ -48,7 +48,7 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 	_, leases := os.Stat(machineLeases)
 	t.Run(ciliumName, func(t *testing.T) {
 		const image = "registry.k8s.io/pause:3.10"
-		dp := Cilium(CiliumChainedValues())
+		dp := Cilium(DefaultCiliumValues())
 		c := Start(t, Options{Dataplane: dp, Images: map[string]node.Image{image: {Host: true}}})
 		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 		defer cancel()

@@ -24,40 +24,6 @@ import (
 // here, whose module is not served, it is the CNI reference plugins' ptp
 // with host-local IPAM in the node's podCIDR (test/tools/cni).
 
-// ciliumChainValues are the chart values that chain cilium-cni on the
-// primary plugin with native routing and no masquerade: Cozystack's
-// values-kubeovn.yaml (cozystack/cozystack
-// packages/system/cilium/values-kubeovn.yaml at 3c780acd), but for
-// `devices: "ovn0 genev_sys_6081"`, Kube-OVN's devices, which this node
-// lacks: the agent detects the node's own (eth0; the Pods' veths have no
-// default route, so it leaves them out). cni.chainingTarget names
-// Kube-OVN's network; with cni.configMap the agent writes the ConfigMap's
-// conflist as it is and never looks for that network
-// (daemon/cmd/cni/config.go, cilium v1.19.5), so Cozystack's value stays.
-// No ipv4NativeRoutingCIDR, as in Cozystack: the agent asks for one only
-// to masquerade.
-var ciliumChainValues = []string{
-	"daemon.enableSourceIPVerification=false",
-	"sctp.enabled=true",
-	"autoDirectNodeRoutes=false",
-	"bpf.masquerade=false",
-	"cni.chainingMode=generic-veth",
-	"cni.chainingTarget=kube-ovn",
-	"cni.customConf=true",
-	"cni.configMap=cni-configuration",
-	"routingMode=native",
-	"enableIPv4Masquerade=false",
-	"enableIPv6Masquerade=false",
-	"enableIdentityMark=false",
-	"forceDeviceDetection=true",
-}
-
-// CiliumChainedValues are the chart values of the cilium dataplane chained
-// as Cozystack's management cluster chains it: [DefaultCiliumValues], then
-// the chaining values of Cozystack's values-kubeovn.yaml. A fresh slice
-// each call.
-func CiliumChainedValues() []string { return append(DefaultCiliumValues(), ciliumChainValues...) }
-
 // ciliumChainPlugins are the primary network's plugins, which
 // build/tools.sh links into the control-plane folder as cni/.
 var ciliumChainPlugins = []string{"ptp", "host-local", "portmap"}

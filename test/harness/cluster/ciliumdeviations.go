@@ -25,9 +25,8 @@ type ciliumDeviation struct {
 
 // Reasons that several rows share.
 const (
-	noChaining = "Cilium is the only CNI until chaining lands: no Kube-OVN runs here"
-	noEnvoy    = "no Envoy binary can be had here (Cilium's cilium-envoy image carries it, and it is not built from Go)"
-	noHealth   = "no cilium-health binary is built (build/tools.sh builds cilium-agent and cilium-cni), and one node has no peer to probe"
+	noEnvoy  = "no Envoy binary can be had here (Cilium's cilium-envoy image carries it, and it is not built from Go)"
+	noHealth = "no cilium-health binary is built (build/tools.sh builds cilium-agent and cilium-cni), and one node has no peer to probe"
 )
 
 // ciliumDeviations is every difference of the cilium dataplane from
@@ -58,22 +57,17 @@ var ciliumDeviations = []ciliumDeviation{
 	{Path: "agent paths (procfs, lib-dir, write-cni-conf-when-ready, cni-log-file)", Cozystack: "the DaemonSet's container paths (/host/proc, /host/etc/cni/net.d)", Ours: "the agent's flags: the node's /proc and the test's own folders",
 		Reason: "the agent is a process of the harness in the node's namespaces, not a container with the host mounted at /host"},
 
-	// Kube-OVN's pieces: until chaining lands, Cilium is the CNI.
-	{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: "", Value: true, Reason: noChaining + " (ovn0 and genev_sys_6081 are its devices); the agent detects the node's own",
+	// Kube-OVN's pieces: cilium-cni is chained (generic-veth) on the CNI
+	// reference plugins' ptp and host-local in Kube-OVN's place, whose
+	// module is not served (ciliumchain.go).
+	{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: nil, Value: true,
+		Reason: "ovn0 and genev_sys_6081 are Kube-OVN's devices, which ptp does not make; the agent detects the node's own (eth0; the Pods' veths have no default route, so it leaves them out)",
 		Config: []string{"devices"}},
-	{Path: "cni.chainingMode", Cozystack: "generic-veth", Ours: "none", Value: true, Reason: noChaining,
-		Config: []string{"cni-chaining-mode", "enable-identity-mark", "enable-local-node-route", "enable-host-legacy-routing", "dnsproxy-enable-transparent-mode"}},
-	{Path: "cni.chainingTarget", Cozystack: "kube-ovn", Ours: nil, Value: true, Reason: noChaining,
-		Config: []string{"cni-chaining-target"}},
-	{Path: "cni.customConf", Cozystack: true, Ours: false, Value: true, Reason: noChaining + ": the agent writes its own conflist, which the node agent reads",
-		Config: []string{"custom-cni-conf", "cni-exclusive", "cni-log-file"}},
-	{Path: "cni.configMap", Cozystack: "cni-configuration", Ours: "", Value: true, Reason: noChaining + ": no conflist of Kube-OVN, portmap and cilium-cni to read",
-		Config: []string{"read-cni-conf"}},
-	{Path: "cozy-cilium/cni-configuration ConfigMap", Cozystack: "Kube-OVN, portmap (snat) and cilium-cni, chained (packages/system/cilium/templates/cni.yaml)", Ours: "not recorded",
-		Reason: noChaining + ": nothing reads it"},
-	{Path: "cni.exclusive", Cozystack: true, Ours: false, Value: true,
-		Reason: noChaining + ": with customConf off the chart renders cni-exclusive (Cozystack's rendering has none), and exclusive would have the agent rename every other conflist in the CNI folder, where the chained plugin's goes",
-		Config: []string{"cni-exclusive"}},
+	{Path: "cozy-cilium/cni-configuration ConfigMap", Cozystack: "Kube-OVN, portmap (snat) and cilium-cni, chained (packages/system/cilium/templates/cni.yaml)",
+		Ours:   "ptp with host-local IPAM in the node's podCIDR (state in the test's folder), portmap and cilium-cni: the same list with ptp in Kube-OVN's place",
+		Reason: "Kube-OVN cannot be built here (its module is not served); ptp, like Kube-OVN, makes the Pod's veth and gives it its address, and cilium-cni attaches to that veth"},
+	{Path: "cilium_host's address", Cozystack: "Kube-OVN's gateway of the node's subnet", Ours: "the podCIDR's first address, written into the node's CiliumNode (spec.addresses CiliumInternalIP) before the agent starts",
+		Reason: "left alone, the agent takes a random free address of the podCIDR, which host-local may also hand out; .1 is the gateway host-local's range leaves out"},
 
 	// Cilium's other processes.
 	{Path: "healthChecking", Cozystack: true, Ours: false, Value: true, Reason: noHealth,
