@@ -286,7 +286,7 @@ func (cl *cilium) command(c *Cluster) *exec.Cmd {
 	)
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Join(cl.dir, "bin")+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"K8S_NODE_NAME="+NodeName,
+		"K8S_NODE_NAME="+c.Nodes[0].Name,
 		"CILIUM_K8S_NAMESPACE=kube-system",
 	)
 	return cmd

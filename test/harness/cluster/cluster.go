@@ -55,8 +55,9 @@ type Cluster struct {
 	// CP is the control plane; CP.Clientset and CP.Kubeconfig reach it from
 	// the test process.
 	CP *harness.ControlPlane
-	// Node runs the Pods.
-	Node *node.Node
+	// Nodes are the cluster's nodes, each with its plan and the agent that
+	// runs its Pods.
+	Nodes []*Node
 	// NodeNS and Outside are the node's and the outside world's network
 	// namespaces.
 	NodeNS, Outside *netns.NS
@@ -117,8 +118,11 @@ func (c *Cluster) Dataplane() Dataplane { return c.opts.Dataplane }
 func (c *Cluster) Capabilities() Capabilities { return c.opts.Dataplane.Capabilities() }
 
 func (c *Cluster) start(t testing.TB) error {
+	if err := c.planNodes(); err != nil {
+		return err
+	}
 	var err error
-	if c.topo, err = newTopology(c.opts.Name); err != nil {
+	if c.topo, err = newTopology(c.opts.Name, c.Nodes[0].NodePlan); err != nil {
 		return err
 	}
 	c.NodeNS, c.Outside = c.topo.node, c.topo.outside
@@ -137,7 +141,7 @@ func (c *Cluster) start(t testing.TB) error {
 		CRDDirs:          crds,
 		Netns:            c.topo.node,
 		ServiceCIDR:      ServiceCIDR,
-		AdvertiseAddress: NodeIP,
+		AdvertiseAddress: c.Nodes[0].IP,
 		ServingIPs:       []netip.Addr{KubernetesIP},
 		APIServerFlags: map[string][]string{
 			// envtest turns ServiceAccount admission off; a cluster has it,
@@ -162,12 +166,13 @@ func (c *Cluster) start(t testing.TB) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c.Node, err = node.Start(ctx, node.Config{
+	n := c.Nodes[0]
+	n.Node, err = node.Start(ctx, node.Config{
 		Client:         c.CP.Clientset,
-		NodeName:       NodeName,
-		NodeIP:         NodeIP,
+		NodeName:       n.Name,
+		NodeIP:         n.IP,
 		NodeNS:         c.topo.node,
-		PodCIDR:        PodCIDR,
+		PodCIDR:        n.PodCIDR,
 		CNI:            c.opts.Dataplane.cni(c),
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  c.opts.ClusterDomain,
@@ -186,7 +191,7 @@ func (c *Cluster) start(t testing.TB) error {
 		return fmt.Errorf("node agent: %w", err)
 	}
 	t.Cleanup(func() {
-		if err := c.Node.Stop(); err != nil {
+		if err := n.Stop(); err != nil {
 			t.Errorf("cluster: stop the node agent: %v", err)
 		}
 	})
@@ -194,7 +199,7 @@ func (c *Cluster) start(t testing.TB) error {
 	if err := c.opts.Dataplane.waitReady(t, c); err != nil {
 		return err
 	}
-	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, c.dir); err != nil {
+	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, n.NodePlan, c.dir); err != nil {
 		return err
 	}
 	t.Cleanup(c.lb.close)
@@ -209,8 +214,8 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		what  string
 		probe harness.Probe
 	}{
-		{"node " + NodeName + " Ready", func(ctx context.Context) error {
-			n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		{"node " + c.Nodes[0].Name + " Ready", func(ctx context.Context) error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, c.Nodes[0].Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
