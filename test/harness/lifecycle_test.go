@@ -57,6 +57,7 @@ func TestSuiteRunTurnsAFatalOrASkipIntoAnError(t *testing.T) {
 		"Fatal":    {func(s *harness.Suite) error { s.Fatalf("no %s", "haproxy"); return nil }, "no haproxy", false},
 		"Skip":     {func(s *harness.Suite) error { s.Skipf("not root"); return nil }, "not root", true},
 		"AnError":  {func(*harness.Suite) error { return errors.New("no Node") }, "no Node", false},
+		"Errorf":   {func(s *harness.Suite) error { s.Errorf("a Pod crashed"); return nil }, "a Pod crashed", false},
 		"Returned": {func(*harness.Suite) error { return nil }, "", false},
 	}
 	for name, tt := range tests {

@@ -37,6 +37,7 @@ type Suite struct {
 	mu      sync.Mutex
 	cur     testing.TB
 	out     io.Writer
+	tmpRoot string // where TempDir makes folders; "" for the system's, removed at Close
 	dirs    []string
 	failed  bool
 	errs    []string
@@ -52,6 +53,15 @@ var ErrSkipped = errors.New("skipped")
 func NewSuite(name string) *Suite {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Suite{name: name, ctx: ctx, cancel: cancel, out: os.Stderr}
+}
+
+// SetTempRoot makes TempDir's folders under dir, and Close leaves them
+// there: dir is its owner's to keep (the demo's logs after a failure) or
+// remove.
+func (s *Suite) SetTempRoot(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tmpRoot = dir
 }
 
 // SetOutput sends what is logged between tests to w instead of stderr.
@@ -86,17 +96,18 @@ func (s *Suite) Run(f func() error) error {
 	reported := s.errs[kept:]
 	s.errs = s.errs[:kept]
 	switch {
-	case returned:
-		// A failed start fails the suite, so that its teardown prints what
-		// the processes said.
-		s.failed = s.failed || err != nil
-		return err
-	case s.skip != "":
+	case !returned && s.skip != "":
 		return fmt.Errorf("%w: %s", ErrSkipped, s.skip)
+	case returned && err != nil:
 	case len(reported) > 0:
-		return errors.New(strings.Join(reported, "\n"))
+		err = errors.New(strings.Join(reported, "\n"))
+	case !returned:
+		err = fmt.Errorf("suite %s: stopped before it returned", s.name)
 	}
-	return fmt.Errorf("suite %s: stopped before it returned", s.name)
+	// A failed start fails the suite, so that its teardown prints what the
+	// processes said.
+	s.failed = s.failed || err != nil
+	return err
 }
 
 // Use makes t the suite's current test until t ends. A test that failed
@@ -164,15 +175,21 @@ func (s *Suite) Cleanup(fn func()) {
 // step pushed later and before every step pushed earlier.
 func (s *Suite) Defer(name string, fn func() error) { s.teardown.Push(name, fn) }
 
-// TempDir returns a new folder that Close removes.
+// TempDir returns a new folder that Close removes, unless it is under
+// the suite's temp root ([Suite.SetTempRoot]).
 func (s *Suite) TempDir() string {
-	d, err := os.MkdirTemp("", "hairpin-"+s.name+"-")
+	s.mu.Lock()
+	root := s.tmpRoot
+	s.mu.Unlock()
+	d, err := os.MkdirTemp(root, "hairpin-"+s.name+"-")
 	if err != nil {
 		s.Fatalf("suite %s: %v", s.name, err)
 	}
-	s.mu.Lock()
-	s.dirs = append(s.dirs, d)
-	s.mu.Unlock()
+	if root == "" {
+		s.mu.Lock()
+		s.dirs = append(s.dirs, d)
+		s.mu.Unlock()
+	}
 	return d
 }
 
