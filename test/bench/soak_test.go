@@ -319,7 +319,7 @@ func coreDNSFootprint(ctx context.Context, e *dataplane.Env) (rss, goroutines fl
 	}
 	n := 0.0
 	for _, p := range pods.Items {
-		pid, ok := e.Node.ContainerPID(p.Namespace, p.Name, "coredns")
+		pid, ok := e.Nodes[0].ContainerPID(p.Namespace, p.Name, "coredns")
 		if !ok || p.DeletionTimestamp != nil {
 			continue
 		}
@@ -369,7 +369,7 @@ func proxyFootprint(ctx context.Context, e *dataplane.Env) (rss, fds float64, er
 	}
 	n := 0.0
 	for _, name := range pods {
-		pid, ok := e.Node.ContainerPID(dataplane.TargetNamespace, name, "hairpin-proxy")
+		pid, ok := e.Nodes[0].ContainerPID(dataplane.TargetNamespace, name, "hairpin-proxy")
 		if !ok {
 			continue
 		}

@@ -88,7 +88,7 @@ func cozystackStory(t *testing.T) {
 			t.Fatalf("the node runs %v; want cilium-agent and no kube-proxy", procs)
 		}
 		// Pods search cozy.local, and Talos's Corefile serves it.
-		conf, _, err := e.Node.Exec(ctx, "default", dataplane.ClientPod, "client", "cat", "/etc/resolv.conf")
+		conf, _, err := e.Nodes[0].Exec(ctx, "default", dataplane.ClientPod, "client", "cat", "/etc/resolv.conf")
 		if want := "search default.svc.cozy.local svc.cozy.local cozy.local"; err != nil || !strings.Contains(conf, want) {
 			t.Errorf("the client pod's resolv.conf %q (%v); want %q", conf, err, want)
 		}
@@ -190,7 +190,7 @@ func enforced(ctx context.Context, t *testing.T, e *dataplane.Env, ic cluster.In
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("proxy pods: %d, %v", len(pods.Items), err)
 	}
-	client, ok := e.Node.PodNetwork("default", dataplane.ClientPod)
+	client, ok := e.Nodes[0].PodNetwork("default", dataplane.ClientPod)
 	if !ok {
 		t.Fatal("the client pod has no network namespace")
 	}
@@ -206,7 +206,7 @@ func enforced(ctx context.Context, t *testing.T, e *dataplane.Env, ic cluster.In
 			if got, err := e.CiliumPolicyEnforcement(ctx, p.Namespace, p.Name); err != nil || got != "both" {
 				t.Errorf("cilium-agent enforces %q on %s (%v); want both (ingress and egress)", got, p.Name, err)
 			}
-			proxy, ok := e.Node.PodNetwork(p.Namespace, p.Name)
+			proxy, ok := e.Nodes[0].PodNetwork(p.Namespace, p.Name)
 			if !ok {
 				t.Fatalf("%s has no network namespace", p.Name)
 			}

@@ -169,7 +169,7 @@ func story(t *testing.T, mode string, e *dataplane.Env) {
 		url := "http://" + tenant.LBIP.String() + "/"
 		var body string
 		err := harness.Poll(ctx, func(ctx context.Context) error {
-			out, _, err := e.Node.Exec(ctx, "default", "client", "client", "curl", "-sS", "--max-time", "3", "-H", "Host: "+tenant.Hosts[0], url)
+			out, _, err := e.Nodes[0].Exec(ctx, "default", "client", "client", "curl", "-sS", "--max-time", "3", "-H", "Host: "+tenant.Hosts[0], url)
 			body = out
 			if err != nil || !strings.Contains(out, "controller="+tenant.Namespace) {
 				return fmt.Errorf("curl %s: %q, %v", url, out, err)

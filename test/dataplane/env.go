@@ -214,7 +214,7 @@ func (e *Env) startClients(ctx context.Context) error {
 	}
 	for _, name := range []string{ClientPod, HostClientPod} {
 		err := harness.Poll(ctx, func(ctx context.Context) error {
-			if _, ok := e.Node.PodIP("default", name); !ok {
+			if _, ok := e.Nodes[0].PodIP("default", name); !ok {
 				return fmt.Errorf("the %s pod has no IP yet", name)
 			}
 			p, err := e.CP.Clientset.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
@@ -235,7 +235,7 @@ func (e *Env) startClients(ctx context.Context) error {
 
 // ClientIP is the client Pod's address.
 func (e *Env) ClientIP() netip.Addr {
-	ip, _ := e.Node.PodIP("default", ClientPod)
+	ip, _ := e.Nodes[0].PodIP("default", ClientPod)
 	return ip
 }
 
@@ -244,7 +244,7 @@ func (e *Env) ClientIP() netip.Addr {
 // masquerades Pod traffic that leaves the node.
 func (e *Env) ClientIPOutside() netip.Addr {
 	if e.Capabilities().MasqueradesPods {
-		return cluster.NodeIP
+		return e.Nodes[0].IP
 	}
 	return e.ClientIP()
 }
@@ -321,7 +321,7 @@ func (e *Env) ResolveAt(ctx context.Context, server netip.Addr, host string) ([]
 }
 
 func (e *Env) dig(ctx context.Context, args ...string) ([]netip.Addr, error) {
-	out, errOut, err := e.Node.Exec(ctx, "default", "client", "client", append([]string{"dig", "+short", "+time=2", "+tries=1"}, args...)...)
+	out, errOut, err := e.Nodes[0].Exec(ctx, "default", "client", "client", append([]string{"dig", "+short", "+time=2", "+tries=1"}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dig %v in the client pod: %w: %s", args, err, errOut)
 	}
@@ -342,7 +342,7 @@ func (e *Env) Curl(ctx context.Context, url string) (string, error) {
 // CurlFrom requests url from the client Pod pod ([ClientPod] or
 // [HostClientPod]) with curl, through the cluster DNS.
 func (e *Env) CurlFrom(ctx context.Context, pod, url string) (string, error) {
-	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", "curl", "-sS", "-k", "--max-time", "5", url)
+	out, errOut, err := e.Nodes[0].Exec(ctx, "default", pod, "client", "curl", "-sS", "-k", "--max-time", "5", url)
 	if err != nil {
 		return out + errOut, fmt.Errorf("curl %s in the %s pod: %w: %s", url, pod, err, strings.TrimSpace(errOut))
 	}
@@ -357,7 +357,7 @@ func (e *Env) CurlFrom(ctx context.Context, pod, url string) (string, error) {
 func (e *Env) CurlExitFrom(ctx context.Context, pod string, args ...string) (int, string, error) {
 	url := strings.Join(args, " ")
 	script := `curl -sS -k --max-time 5 "$@"; echo "curl-exit=$?"`
-	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", append([]string{"bash", "-c", script, "curl"}, args...)...)
+	out, errOut, err := e.Nodes[0].Exec(ctx, "default", pod, "client", append([]string{"bash", "-c", script, "curl"}, args...)...)
 	if err != nil {
 		return 0, out + errOut, fmt.Errorf("curl %s in the %s pod: %w: %s", url, pod, err, strings.TrimSpace(errOut))
 	}
@@ -379,7 +379,7 @@ func (e *Env) CurlExitFrom(ctx context.Context, pod string, args ...string) (int
 // translated (Cilium's socket load balancing, bpf_sock).
 func (e *Env) ConnectedPeer(ctx context.Context, pod string, addr netip.AddrPort) (netip.AddrPort, error) {
 	script := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d && ss -Htnp state established | grep "pid=$$,fd=3)"`, addr.Addr(), addr.Port())
-	out, errOut, err := e.Node.Exec(ctx, "default", pod, "client", "bash", "-c", script)
+	out, errOut, err := e.Nodes[0].Exec(ctx, "default", pod, "client", "bash", "-c", script)
 	if err != nil {
 		return netip.AddrPort{}, fmt.Errorf("connect to %s from the %s pod: %w: %s%s", addr, pod, err, out, errOut)
 	}

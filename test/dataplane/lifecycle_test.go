@@ -410,7 +410,7 @@ func (r *lifecycleRun) proxyCrash() {
 	r.must(err, "the proxy pod")
 	podIP, err := netip.ParseAddr(pod.Status.PodIP)
 	r.must(err, "the proxy pod's IP")
-	pid, ok := r.e.Node.ContainerPID(dataplane.TargetNamespace, pods[0], "hairpin-proxy")
+	pid, ok := r.e.Nodes[0].ContainerPID(dataplane.TargetNamespace, pods[0], "hairpin-proxy")
 	if !ok {
 		r.t.Fatalf("proxy pod %s has no running process", pods[0])
 	}
@@ -419,7 +419,7 @@ func (r *lifecycleRun) proxyCrash() {
 	crashAt := time.Now()
 	r.must(syscall.Kill(pid, syscall.SIGKILL), "SIGKILL the proxy")
 	serving := pollFirst(r.ctx, 10*time.Millisecond, func(ctx context.Context) error {
-		if now, ok := r.e.Node.ContainerPID(dataplane.TargetNamespace, pods[0], "hairpin-proxy"); !ok || now == pid {
+		if now, ok := r.e.Nodes[0].ContainerPID(dataplane.TargetNamespace, pods[0], "hairpin-proxy"); !ok || now == pid {
 			return fmt.Errorf("not restarted yet")
 		}
 		c, err := r.e.DialNode(ctx, port.String())
@@ -761,7 +761,7 @@ func servingPod(e *dataplane.Env, pods []string) string {
 	// connections are, writes ::ffff:A.B.C.D with the same last word.
 	want := fmt.Sprintf("%02X%02X%02X%02X", client[3], client[2], client[1], client[0])
 	for _, p := range pods {
-		pid, ok := e.Node.ContainerPID(dataplane.TargetNamespace, p, "hairpin-proxy")
+		pid, ok := e.Nodes[0].ContainerPID(dataplane.TargetNamespace, p, "hairpin-proxy")
 		if !ok {
 			continue
 		}

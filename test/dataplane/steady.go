@@ -49,7 +49,7 @@ func (e *Env) startSteady(cfg steady.Config) (*steady.Client, error) {
 func (e *Env) steadyBin() string { return filepath.Join(e.bin, "steady") }
 
 func (e *Env) clientPID() (int, error) {
-	pid, ok := e.Node.ContainerPID("default", "client", "client")
+	pid, ok := e.Nodes[0].ContainerPID("default", "client", "client")
 	if !ok {
 		return 0, fmt.Errorf("dataplane: the client pod's container is not running")
 	}

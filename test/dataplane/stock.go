@@ -57,7 +57,7 @@ func (e *Env) UseStockCoreDNS(ctx context.Context) error {
 	if stock.err != nil {
 		return stock.err
 	}
-	return e.Node.AddImage(StockCoreDNSImage(), node.Image{OCILayout: stock.layout})
+	return e.Nodes[0].AddImage(StockCoreDNSImage(), node.Image{OCILayout: stock.layout})
 }
 
 // buildStockImage builds upstream CoreDNS for this machine and writes its

@@ -194,7 +194,7 @@ func (e *Env) CoreDNSLogs(ctx context.Context) ([]string, error) {
 	}
 	var logs []string
 	for _, p := range pods.Items {
-		out, err := e.Node.Logs(p.Namespace, p.Name, "coredns")
+		out, err := e.Nodes[0].Logs(p.Namespace, p.Name, "coredns")
 		if err != nil {
 			return nil, err
 		}

@@ -86,8 +86,9 @@ func (st *story) runDataplane(ctx context.Context, t testing.TB) error {
 	e := dataplane.Start(t, mode, "kubeadm")
 	st.dp = e
 	st.helm = e.Helm
-	st.linef("node %s  %s in network namespace %s: etcd, kube-apiserver, kube-controller-manager,", dpcluster.NodeName, dpcluster.NodeIP, e.NodeNS.Name)
-	st.linef("                         kube-scheduler, %s; Pods %s, Services %s", proxy, dpcluster.PodCIDR, dpcluster.ServiceCIDR)
+	n := e.Nodes[0]
+	st.linef("node %s  %s in network namespace %s: etcd, kube-apiserver, kube-controller-manager,", n.Name, n.IP, e.NodeNS.Name)
+	st.linef("                         kube-scheduler, %s; Pods %s, Services %s", proxy, n.PodCIDR, dpcluster.ServiceCIDR)
 	st.linef("outside                  %s: the public DNS %s and the load balancer, HAProxy send-proxy", e.Outside.Name, dpcluster.PublicDNSIP)
 	st.linef("                         on each LoadBalancer IP in front of the NodePorts")
 	st.linef("up in %s", time.Since(start).Round(100*time.Millisecond))
@@ -127,7 +128,7 @@ func (st *story) runDataplane(ctx context.Context, t testing.TB) error {
 // returns stdout and the error.
 func (st *story) exec(ctx context.Context, cmd ...string) (string, error) {
 	st.cmd("kubectl exec client -- %s", strings.Join(cmd, " "))
-	out, errOut, err := st.dp.Node.Exec(ctx, "default", "client", "client", cmd...)
+	out, errOut, err := st.dp.Nodes[0].Exec(ctx, "default", "client", "client", cmd...)
 	st.block(strings.TrimRight(out+errOut, "\n"))
 	if err != nil {
 		st.block(fmt.Sprintf("command terminated: %v", err))

@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/userns"
 )
 
@@ -101,10 +102,15 @@ func demoMain() int {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		return 1
 	}
-	tb := newDemoTB(ctx, root, logFile)
+	// The harness's helpers take a testing.TB: a Suite with no test is
+	// one outside `go test`, logging to the demo's log, its folders under
+	// root, a Fatal ending the story with an error.
+	tb := harness.NewSuite("demo")
+	tb.SetOutput(logFile)
+	tb.SetTempRoot(root)
 	st := &story{w: os.Stdout, keep: os.Getenv(envKeep) == "1", root: root}
 
-	err = tb.run(func() error { return st.run(ctx, tb) })
+	err = tb.Run(func() error { return st.run(ctx, tb) })
 	interrupted := ctx.Err() != nil
 	switch {
 	case interrupted && st.kept:
@@ -117,7 +123,9 @@ func demoMain() int {
 	default:
 		fmt.Println("\nStopping everything ...")
 	}
-	tb.cleanup()
+	if err := tb.Close(); err != nil {
+		fmt.Fprintf(logFile, "demo: %v\n", err)
+	}
 	logFile.Close()
 
 	switch {

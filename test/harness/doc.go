@@ -32,8 +32,13 @@
 // The packages under test/harness, each owning one thing:
 //
 //   - harness (this package): the control plane, child processes, nginx as
-//     ingress-nginx runs it, Helm, and the helpers below;
-//   - cluster: a single-node cluster with a real dataplane. What serves its
+//     ingress-nginx runs it, Helm, the helpers below, and the lifecycle
+//     that all of them share (below);
+//   - cluster: a cluster with a real dataplane. Its nodes are
+//     [cluster.Cluster].Nodes, each a [cluster.NodePlan] (name, address,
+//     Pod range, counted out from the node's index by [cluster.PlanNode])
+//     and its node agent; one node runs, and no node's address is written
+//     anywhere but the plan. What serves its
 //     Services is a [cluster.Dataplane], kube-proxy in a mode or Cilium
 //     with its chart values; a test asks its [cluster.Capabilities], never
 //     its name. The outside world (public DNS, HAProxy send-proxy), the
@@ -49,6 +54,30 @@
 //     carries it as netns.NS.Cgroup), and where a dataplane's socket
 //     programs attach: they act on the node, never on the machine;
 //   - steady: the lifecycle tests' steady client, a command of its own.
+//
+// # Lifecycle
+//
+// Whatever starts something pushes what undoes it onto one [Teardown]: a
+// stack of named steps, run last pushed first, every step even after
+// another failed, the errors joined under their steps' names. A test's own
+// t.Cleanup is that stack for what the test starts itself. What outlives a
+// test has a [Suite], the one fake testing.TB: its Cleanup and
+// [Suite.Defer] push onto its Teardown (a child's stop is a step named for
+// the child), [Suite.Run] turns a helper's Fatal or skip into an error,
+// and [Suite.Close] runs the stack.
+//
+//	cluster.New(ctx, opts) -> *Cluster    // as envtest's Start: a Suite of its own;
+//	    network namespaces                //   each part pushes its undo:
+//	    control plane                     //   pushed first, undone last
+//	    kube-controller-manager, kube-scheduler, the dataplane
+//	    public DNS, node agent, dump on failure, load balancer
+//	Cluster.Close() error                 // as envtest's Stop: the stack, LIFO
+//	cluster.Start(t, opts)                // New for t; t.Cleanup(Close)
+//
+// A New that fails tears down what it started before it returns. The
+// package's shared clusters (test/dataplane) live under that package's
+// Suite, which TestMain closes after m.Run; `make demo` runs its story
+// under a Suite too, logging to its file and keeping its folders.
 //
 // A test gets a cluster of a shape from test/dataplane: dataplane.Shared
 // (one cluster per dataplane name, shared by the package's stories) or

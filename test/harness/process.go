@@ -90,7 +90,7 @@ func startCmd(t testing.TB, name string, cmd *exec.Cmd) (*Process, error) {
 		cancel(fmt.Errorf("%s: %w: %v", name, errExited, cmd.ProcessState))
 	}()
 	t.Logf("harness: started %s (pid %d): %s", name, cmd.Process.Pid, strings.Join(cmd.Args, " "))
-	t.Cleanup(func() {
+	namedCleanup(t, "stop "+name, func() {
 		p.Stop()
 		if t.Failed() {
 			t.Logf("harness: output of %s (%s):\n%s", name, cmd.ProcessState, p.tail(logTail))

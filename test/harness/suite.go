@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,8 +17,11 @@ import (
 // a package share (a whole cluster, which takes a minute to start) is
 // started under it, and torn down by [Suite.Close] from TestMain after
 // m.Run. While a test that called [Suite.Use] runs, logs and failures go to
-// that test; between tests logs go to stderr and failures are kept for
-// Close to report.
+// that test; between tests logs go to the suite's output (stderr unless
+// [Suite.SetOutput] says otherwise) and failures are kept for Close to
+// report. What its Cleanup and [Suite.Defer] register is one [Teardown],
+// which Close runs. [Suite.Run] turns a FailNow or SkipNow into an error,
+// for starts outside a test (a cluster's New, the demo).
 type Suite struct {
 	// testing.TB is the first test that used the suite. Every public
 	// method is the Suite's own; the embedded value only gives Suite the
@@ -28,18 +32,82 @@ type Suite struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	cur      testing.TB
-	cleanups []func()
-	dirs     []string
-	failed   bool
-	errs     []string
+	teardown Teardown
+
+	mu      sync.Mutex
+	cur     testing.TB
+	out     io.Writer
+	tmpRoot string // where TempDir makes folders; "" for the system's, removed at Close
+	dirs    []string
+	failed  bool
+	errs    []string
+	running bool   // inside Run: FailNow and SkipNow end Run's goroutine only
+	skip    string // why Run's function skipped
 }
+
+// ErrSkipped is what [Suite.Run] returns, wrapped, when its function
+// skipped: what it needs is not on this machine.
+var ErrSkipped = errors.New("skipped")
 
 // NewSuite returns an empty Suite named name.
 func NewSuite(name string) *Suite {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Suite{name: name, ctx: ctx, cancel: cancel}
+	return &Suite{name: name, ctx: ctx, cancel: cancel, out: os.Stderr}
+}
+
+// SetTempRoot makes TempDir's folders under dir, and Close leaves them
+// there: dir is its owner's to keep (the demo's logs after a failure) or
+// remove.
+func (s *Suite) SetTempRoot(dir string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tmpRoot = dir
+}
+
+// SetOutput sends what is logged between tests to w instead of stderr.
+func (s *Suite) SetOutput(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out = w
+}
+
+// Run calls f in a goroutine of its own and returns its error; a FailNow
+// or SkipNow inside f (a harness helper's Fatal or skip) ends only that
+// goroutine, and Run returns what it reported instead, wrapping
+// [ErrSkipped] for a skip. Failures reported inside f are Run's to return,
+// not Close's; any failure marks the suite failed.
+func (s *Suite) Run(f func() error) error {
+	s.mu.Lock()
+	s.running, s.skip = true, ""
+	kept := len(s.errs)
+	s.mu.Unlock()
+	var err error
+	returned := false
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err = f()
+		returned = true
+	}()
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = false
+	reported := s.errs[kept:]
+	s.errs = s.errs[:kept]
+	switch {
+	case !returned && s.skip != "":
+		return fmt.Errorf("%w: %s", ErrSkipped, s.skip)
+	case returned && err != nil:
+	case len(reported) > 0:
+		err = errors.New(strings.Join(reported, "\n"))
+	case !returned:
+		err = fmt.Errorf("suite %s: stopped before it returned", s.name)
+	}
+	// A failed start fails the suite, so that its teardown prints what the
+	// processes said.
+	s.failed = s.failed || err != nil
+	return err
 }
 
 // Use makes t the suite's current test until t ends. A test that failed
@@ -70,51 +138,58 @@ func (s *Suite) current() testing.TB {
 	return s.cur
 }
 
-// Close cancels the suite's context, runs its cleanups last-registered
-// first (each in a goroutine of its own, so that one that calls FailNow
-// ends only itself), removes its temporary folders, and returns every
-// failure reported while no test was current.
+// Close cancels the suite's context, runs its teardown, removes its
+// temporary folders, and returns the teardown's errors and every failure
+// reported while no test was current. A second Close has nothing left to
+// do.
 func (s *Suite) Close() error {
 	s.cancel()
+	err := s.teardown.Run()
 	s.mu.Lock()
-	cleanups := s.cleanups
-	s.cleanups = nil
-	s.mu.Unlock()
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			cleanups[i]()
-		}()
-		<-done
-	}
+	defer s.mu.Unlock()
 	for _, d := range s.dirs {
 		_ = os.RemoveAll(d)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.errs) == 0 {
-		return nil
+	s.dirs = nil
+	if len(s.errs) > 0 {
+		err = errors.Join(err, errors.New(strings.Join(s.errs, "\n")))
+		s.errs = nil
 	}
-	return fmt.Errorf("suite %s: %w", s.name, errors.New(strings.Join(s.errs, "\n")))
+	if err != nil {
+		return fmt.Errorf("suite %s: %w", s.name, err)
+	}
+	return nil
 }
 
-// Cleanup registers fn to run at Close, not at the end of the current test.
+// Cleanup registers fn to run at Close, not at the end of the current
+// test, as a teardown step named for where it was registered.
 func (s *Suite) Cleanup(fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cleanups = append(s.cleanups, fn)
+	name := "cleanup"
+	if _, file, line, ok := runtime.Caller(1); ok {
+		name = fmt.Sprintf("cleanup at %s:%d", filepath.Base(file), line)
+	}
+	s.Defer(name, func() error { fn(); return nil })
 }
 
-// TempDir returns a new folder that Close removes.
+// Defer pushes a teardown step named name that Close runs, after every
+// step pushed later and before every step pushed earlier.
+func (s *Suite) Defer(name string, fn func() error) { s.teardown.Push(name, fn) }
+
+// TempDir returns a new folder that Close removes, unless it is under
+// the suite's temp root ([Suite.SetTempRoot]).
 func (s *Suite) TempDir() string {
-	d, err := os.MkdirTemp("", "hairpin-"+s.name+"-")
+	s.mu.Lock()
+	root := s.tmpRoot
+	s.mu.Unlock()
+	d, err := os.MkdirTemp(root, "hairpin-"+s.name+"-")
 	if err != nil {
 		s.Fatalf("suite %s: %v", s.name, err)
 	}
-	s.mu.Lock()
-	s.dirs = append(s.dirs, d)
-	s.mu.Unlock()
+	if root == "" {
+		s.mu.Lock()
+		s.dirs = append(s.dirs, d)
+		s.mu.Unlock()
+	}
 	return d
 }
 
@@ -141,15 +216,17 @@ func (s *Suite) Logf(format string, args ...any) {
 		s.cur.Logf(format, args...)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "%s: %s\n", s.name, fmt.Sprintf(format, args...))
+	fmt.Fprintf(s.out, "%s: %s\n", s.name, fmt.Sprintf(format, args...))
 }
 
-// Output is the current test's output, or stderr.
+// Output is the current test's output, or the suite's.
 func (s *Suite) Output() io.Writer {
 	if t := s.current(); t != nil {
 		return t.Output()
 	}
-	return os.Stderr
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out
 }
 
 // Attr goes to the current test, if any.
@@ -173,17 +250,18 @@ func (s *Suite) Errorf(format string, args ...any) {
 	}
 	msg := fmt.Sprintf(format, args...)
 	s.errs = append(s.errs, msg)
-	fmt.Fprintf(os.Stderr, "%s: %s\n", s.name, msg)
+	fmt.Fprintf(s.out, "%s: %s\n", s.name, msg)
 }
 
-// Fail marks the suite, and the current test, failed.
+// Fail marks the suite, and the current test, failed. Between tests, a
+// failure that nothing reported yet is kept as "failed".
 func (s *Suite) Fail() {
 	s.mu.Lock()
-	s.failed = true
 	t := s.cur
-	if t == nil {
+	if t == nil && !s.failed {
 		s.errs = append(s.errs, "failed")
 	}
+	s.failed = true
 	s.mu.Unlock()
 	if t != nil {
 		t.Fail()
@@ -191,14 +269,25 @@ func (s *Suite) Fail() {
 }
 
 // FailNow fails the current test and stops it (it must be called from
-// that test's goroutine, as testing requires); between tests it ends the
-// calling goroutine.
+// that test's goroutine, as testing requires); between tests, or inside
+// [Suite.Run], it ends the calling goroutine.
 func (s *Suite) FailNow() {
 	s.Fail()
-	if t := s.current(); t != nil {
+	if t := s.forward(); t != nil {
 		t.FailNow()
 	}
 	runtime.Goexit()
+}
+
+// forward is the current test where FailNow and SkipNow go to it: not
+// inside Run, whose goroutine is not the test's.
+func (s *Suite) forward() testing.TB {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return nil
+	}
+	return s.cur
 }
 
 // Fatal and Fatalf are Error then FailNow.
@@ -216,15 +305,29 @@ func (s *Suite) Failed() bool {
 }
 
 // Skip, Skipf and SkipNow skip the current test: the suite itself has
-// nothing to skip, so between tests they end the calling goroutine.
-func (s *Suite) Skip(args ...any) { s.Log(args...); s.SkipNow() }
+// nothing to skip, so between tests they end the calling goroutine, and
+// inside [Suite.Run] make it return [ErrSkipped].
+func (s *Suite) Skip(args ...any) { s.skipNow(fmt.Sprint(args...)) }
 
 // Skipf is Skip with a format.
-func (s *Suite) Skipf(format string, args ...any) { s.Logf(format, args...); s.SkipNow() }
+func (s *Suite) Skipf(format string, args ...any) { s.skipNow(fmt.Sprintf(format, args...)) }
 
 // SkipNow skips the current test.
-func (s *Suite) SkipNow() {
-	if t := s.current(); t != nil {
+func (s *Suite) SkipNow() { s.skipNow("") }
+
+func (s *Suite) skipNow(why string) {
+	if why != "" {
+		s.Log(why)
+	}
+	s.mu.Lock()
+	if s.running {
+		s.skip = why
+		if why == "" {
+			s.skip = "skipped"
+		}
+	}
+	s.mu.Unlock()
+	if t := s.forward(); t != nil {
 		t.SkipNow()
 	}
 	runtime.Goexit()

@@ -25,7 +25,7 @@ func (c *Cluster) BulkFile(ctx context.Context, ic IngressController, name strin
 	}
 	p := pods.Items[0]
 	script := fmt.Sprintf("mkdir -p /tmp/bulk && head -c %d /dev/urandom > /tmp/bulk/%s && sha256sum /tmp/bulk/%s", size, name, name)
-	out, errOut, err := c.Node.Exec(ctx, p.Namespace, p.Name, "controller", "sh", "-c", script)
+	out, errOut, err := c.Nodes[0].Exec(ctx, p.Namespace, p.Name, "controller", "sh", "-c", script)
 	if err != nil {
 		return "", fmt.Errorf("cluster: bulk file in %s/%s: %w: %s", p.Namespace, p.Name, err, errOut)
 	}

@@ -221,7 +221,7 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumVal
 	if err := install.apply(ctx, c.CP.Clientset); err != nil {
 		return err
 	}
-	if cl.chain, err = newCiliumChain(ctx, c.CP, install, c.opts.AssetsDir, cl.dir); err != nil {
+	if cl.chain, err = newCiliumChain(ctx, c.CP, install, c.opts.AssetsDir, cl.dir, c.Nodes[0].NodePlan); err != nil {
 		return err
 	}
 	// The agent reads its settings from the ConfigMap's data, one file per
@@ -314,7 +314,7 @@ func (cl *cilium) command(c *Cluster) *exec.Cmd {
 	}
 	cmd.Env = append(os.Environ(),
 		"PATH="+filepath.Join(cl.dir, "bin")+":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"K8S_NODE_NAME="+NodeName,
+		"K8S_NODE_NAME="+c.Nodes[0].Name,
 		"CILIUM_K8S_NAMESPACE="+CiliumNamespace,
 	)
 	return cmd

@@ -61,15 +61,15 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		var ip netip.Addr
 		if err := harness.Poll(ctx, func(context.Context) error {
 			var ok bool
-			if ip, ok = c.Node.PodIP("default", "sleeper"); !ok {
+			if ip, ok = c.Nodes[0].PodIP("default", "sleeper"); !ok {
 				return os.ErrNotExist
 			}
 			return nil
 		}); err != nil {
 			t.Fatalf("the pod got no IP from cilium-cni: %v", err)
 		}
-		if !PodCIDR.Contains(ip) {
-			t.Errorf("the chain gave the pod %s, outside the node's podCIDR %s", ip, PodCIDR)
+		if !c.Nodes[0].PodCIDR.Contains(ip) {
+			t.Errorf("the chain gave the pod %s, outside the node's podCIDR %s", ip, c.Nodes[0].PodCIDR)
 		}
 		// The address is host-local's, leased in the test's folder, and
 		// the agent has an endpoint for it on ptp's veth.
@@ -121,7 +121,7 @@ func TestCiliumLeavesNothingBehind(t *testing.T) {
 		// Socket load balancing is the node's alone: its programs sit
 		// on the node's cgroup, the Pod is in it, and the machine's
 		// cgroup2 root has what it had.
-		pid, ok := c.Node.ContainerPID("default", "sleeper", "sleeper")
+		pid, ok := c.Nodes[0].ContainerPID("default", "sleeper", "sleeper")
 		if !ok {
 			t.Fatal("the sleeper has no process")
 		}

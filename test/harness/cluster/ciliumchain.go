@@ -41,6 +41,8 @@ type ciliumChain struct {
 	// routerIP is cilium_host's address: the Pods' gateway, which
 	// host-local never hands out.
 	routerIP netip.Addr
+	// node is the name of the node it attaches the Pods of.
+	node string
 }
 
 // newCiliumChain provides what the rendered install asks of the node when
@@ -49,7 +51,7 @@ type ciliumChain struct {
 // ConfigMap, as Cozystack's chart applies it, writes its conflist under
 // dir for the agent, and records cilium_host's address. nil when the
 // install does not chain, or writes its own conflist.
-func newCiliumChain(ctx context.Context, cp *harness.ControlPlane, install *ciliumInstall, assets, dir string) (*ciliumChain, error) {
+func newCiliumChain(ctx context.Context, cp *harness.ControlPlane, install *ciliumInstall, assets, dir string, node NodePlan) (*ciliumChain, error) {
 	read := install.config.Data["read-cni-conf"]
 	if read == "" {
 		return nil, nil
@@ -65,14 +67,15 @@ func newCiliumChain(ctx context.Context, cp *harness.ControlPlane, install *cili
 		conf:     filepath.Join(dir, "cni-configuration", filepath.Base(read)),
 		bin:      filepath.Join(assets, "cni"),
 		dataDir:  filepath.Join(dir, "cni-networks"),
-		routerIP: PodCIDR.Addr().Next(),
+		routerIP: node.PodCIDR.Addr().Next(),
+		node:     node.Name,
 	}
 	for _, p := range ciliumChainPlugins {
 		if err := harness.Executable(filepath.Join(ch.bin, p)); err != nil {
 			return nil, fmt.Errorf("cilium: chained on ptp: %w; run `build/tools.sh cilium`", err)
 		}
 	}
-	conf, err := ciliumChainConf(PodCIDR, ch.routerIP, ch.dataDir)
+	conf, err := ciliumChainConf(node.PodCIDR, ch.routerIP, ch.dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +171,7 @@ func (ch *ciliumChain) recordRouterIP(ctx context.Context, cp *harness.ControlPl
 	cn := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cilium.io/v2",
 		"kind":       "CiliumNode",
-		"metadata":   map[string]any{"name": NodeName},
+		"metadata":   map[string]any{"name": ch.node},
 		"spec": map[string]any{
 			"addresses": []any{map[string]any{"type": "CiliumInternalIP", "ip": ch.routerIP.String()}},
 		},

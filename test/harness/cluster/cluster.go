@@ -3,11 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"github.com/miekg/dns"
@@ -22,7 +21,7 @@ import (
 
 var everything = labels.Everything()
 
-// Options configures [Start].
+// Options configures [New] and [Start].
 type Options struct {
 	// Dataplane serves the Services and attaches the Pods: [KubeProxy] or
 	// [Cilium] ([DataplaneNamed]). Required.
@@ -48,6 +47,10 @@ type Options struct {
 	// Name tells this cluster's namespaces apart from those of other
 	// clusters of the same process. Default: the dataplane's name.
 	Name string
+	// Output receives the cluster's log: the processes it starts, the load
+	// balancer's errors and, after a failure, the processes' output and
+	// the Pods' state. Default: stderr; [Start]: the test's log.
+	Output io.Writer
 }
 
 // Cluster is a running single-node cluster with a real dataplane.
@@ -55,13 +58,15 @@ type Cluster struct {
 	// CP is the control plane; CP.Clientset and CP.Kubeconfig reach it from
 	// the test process.
 	CP *harness.ControlPlane
-	// Node runs the Pods.
-	Node *node.Node
+	// Nodes are the cluster's nodes, each with its plan and the agent that
+	// runs its Pods.
+	Nodes []*Node
 	// NodeNS and Outside are the node's and the outside world's network
 	// namespaces.
 	NodeNS, Outside *netns.NS
 
 	opts      Options
+	life      *harness.Suite // the cluster's testing.TB: what it starts, its one teardown
 	dir       string
 	topo      *topology
 	kcm       *harness.Process
@@ -73,62 +78,26 @@ type Cluster struct {
 	dns       *publicDNS
 }
 
-// Start starts the cluster for t and tears it down in t.Cleanup, also when
-// t fails. It needs root, iproute2, haproxy, and the binaries of
-// build/tools.sh; the cilium mode also needs BPF, clang >= 18.1, bpftool
-// and helm. Without them t is skipped with one line saying why, or failed
-// under HAIRPIN_REQUIRE_E2E=1.
-func Start(t testing.TB, opts Options) *Cluster {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		harness.SkipOrFail(t, "cluster: the real dataplane needs root (network namespaces)")
-	}
-	if opts.Dataplane == nil {
-		t.Fatal("cluster: Options.Dataplane is required (cluster.DataplaneNamed)")
-	}
-	if opts.AssetsDir == "" {
-		opts.AssetsDir = harness.RequireAssets(t)
-	}
-	for _, b := range []string{"kube-controller-manager", "kube-scheduler"} {
-		harness.RequireExecutable(t, filepath.Join(opts.AssetsDir, b))
-	}
-	if opts.ClusterDomain == "" {
-		opts.ClusterDomain = ClusterDomain
-	}
-	if opts.Name == "" {
-		opts.Name = opts.Dataplane.Name()
-	}
-	c := &Cluster{opts: opts, dir: t.TempDir()}
-	if err := opts.Dataplane.prepare(t, c); err != nil {
-		harness.SkipOrFail(t, "cluster: the %s dataplane cannot run here: %v", opts.Dataplane.Name(), err)
-	}
-	start := time.Now()
-	if err := c.start(t); err != nil {
-		t.Fatalf("cluster: %v", err)
-	}
-	t.Logf("cluster: up in %s (%s: %s)", time.Since(start).Round(time.Millisecond), opts.Dataplane.Name(), c.Capabilities().Agent)
-	return c
-}
-
 // Dataplane is what serves the cluster's Services and attaches its Pods.
 func (c *Cluster) Dataplane() Dataplane { return c.opts.Dataplane }
 
 // Capabilities are the cluster's dataplane's.
 func (c *Cluster) Capabilities() Capabilities { return c.opts.Dataplane.Capabilities() }
 
-func (c *Cluster) start(t testing.TB) error {
+// start starts the cluster's parts in order, each pushing what undoes it
+// onto the cluster's teardown, which [Cluster.Close] runs last-pushed
+// first: the namespaces go after every process in them.
+func (c *Cluster) start(ctx context.Context) error {
+	t := c.life
+	if err := c.planNodes(); err != nil {
+		return err
+	}
 	var err error
-	if c.topo, err = newTopology(c.opts.Name); err != nil {
+	if c.topo, err = newTopology(c.opts.Name, c.Nodes[0].NodePlan); err != nil {
 		return err
 	}
 	c.NodeNS, c.Outside = c.topo.node, c.topo.outside
-	// Cleanups run last-registered first: this one, registered first,
-	// runs after every process is gone.
-	t.Cleanup(func() {
-		if err := c.topo.close(); err != nil {
-			t.Errorf("cluster: %v", err)
-		}
-	})
+	t.Defer("network namespaces", c.topo.close)
 	crds := append(append([]string{}, c.opts.CRDDirs...), c.opts.Dataplane.crdDirs(c)...)
 	c.CP, err = harness.StartControlPlane(harness.ControlPlaneOptions{
 		AssetsDir:        c.opts.AssetsDir,
@@ -137,7 +106,7 @@ func (c *Cluster) start(t testing.TB) error {
 		CRDDirs:          crds,
 		Netns:            c.topo.node,
 		ServiceCIDR:      ServiceCIDR,
-		AdvertiseAddress: NodeIP,
+		AdvertiseAddress: c.Nodes[0].IP,
 		ServingIPs:       []netip.Addr{KubernetesIP},
 		APIServerFlags: map[string][]string{
 			// envtest turns ServiceAccount admission off; a cluster has it,
@@ -149,10 +118,12 @@ func (c *Cluster) start(t testing.TB) error {
 	if err != nil {
 		return err
 	}
-	t.Cleanup(func() {
+	t.Defer("control plane", func() error {
+		// As envtest's stop: what it says is logged, not a failure.
 		if err := c.CP.Stop(); err != nil {
 			t.Logf("cluster: stop the control plane: %v", err)
 		}
+		return nil
 	})
 	if err := c.startComponents(t); err != nil {
 		return err
@@ -160,14 +131,15 @@ func (c *Cluster) start(t testing.TB) error {
 	if c.dns, err = startPublicDNS(t, c, c.opts.PublicNames); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	c.Node, err = node.Start(ctx, node.Config{
+	n := c.Nodes[0]
+	n.Node, err = node.Start(ctx, node.Config{
 		Client:         c.CP.Clientset,
-		NodeName:       NodeName,
-		NodeIP:         NodeIP,
+		NodeName:       n.Name,
+		NodeIP:         n.IP,
 		NodeNS:         c.topo.node,
-		PodCIDR:        PodCIDR,
+		PodCIDR:        n.PodCIDR,
 		CNI:            c.opts.Dataplane.cni(c),
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  c.opts.ClusterDomain,
@@ -185,19 +157,15 @@ func (c *Cluster) start(t testing.TB) error {
 	if err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
-	t.Cleanup(func() {
-		if err := c.Node.Stop(); err != nil {
-			t.Errorf("cluster: stop the node agent: %v", err)
-		}
-	})
-	t.Cleanup(func() { c.dumpOnFailure(t) })
+	t.Defer("node agent "+n.Name, n.Stop)
+	t.Defer("dump on failure", func() error { c.dumpOnFailure(t); return nil })
 	if err := c.opts.Dataplane.waitReady(t, c); err != nil {
 		return err
 	}
-	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, c.dir); err != nil {
+	if c.lb, err = startLoadBalancer(t, c.CP.Clientset, c.topo.outside, n.NodePlan, c.dir); err != nil {
 		return err
 	}
-	t.Cleanup(c.lb.close)
+	t.Defer("load balancer", func() error { c.lb.close(); return nil })
 	return c.waitReady(ctx)
 }
 
@@ -209,8 +177,8 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		what  string
 		probe harness.Probe
 	}{
-		{"node " + NodeName + " Ready", func(ctx context.Context) error {
-			n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		{"node " + c.Nodes[0].Name + " Ready", func(ctx context.Context) error {
+			n, err := cs.CoreV1().Nodes().Get(ctx, c.Nodes[0].Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}

@@ -46,8 +46,12 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 	for _, mode := range KubeProxyModes {
 		t.Run(mode, func(t *testing.T) {
 			c := &Cluster{opts: Options{Dataplane: KubeProxy(mode), AssetsDir: assets}, dir: t.TempDir()}
+			if err := c.planNodes(); err != nil {
+				t.Fatal(err)
+			}
+			n := c.Nodes[0]
 			var err error
-			if c.topo, err = newTopology(mode); err != nil {
+			if c.topo, err = newTopology(mode, n.NodePlan); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {
@@ -57,7 +61,7 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 			})
 			c.CP, err = harness.StartControlPlane(harness.ControlPlaneOptions{
 				AssetsDir: assets, Dir: filepath.Join(c.dir, "controlplane"), Netns: c.topo.node,
-				ServiceCIDR: ServiceCIDR, AdvertiseAddress: NodeIP, ServingIPs: []netip.Addr{KubernetesIP},
+				ServiceCIDR: ServiceCIDR, AdvertiseAddress: n.IP, ServingIPs: []netip.Addr{KubernetesIP},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -69,8 +73,8 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			// kube-proxy waits for its Node before it programs anything.
-			if _, err := c.CP.Clientset.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: NodeName},
-				Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: NodeIP.String()}}}}, metav1.CreateOptions{}); err != nil {
+			if _, err := c.CP.Clientset.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name},
+				Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.IP.String()}}}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			err = harness.Poll(ctx, func(ctx context.Context) error {

@@ -1,5 +1,7 @@
-// Package cluster runs a single-node Kubernetes cluster whose dataplane is
-// real, for the end-to-end tests and `make demo`:
+// Package cluster runs a Kubernetes cluster whose dataplane is real, for
+// the end-to-end tests and `make demo`: [New] starts it and
+// [Cluster.Close] tears it down, in one ordered stack ([Start] for a test).
+// One node runs; [Cluster.Nodes] holds each node's [NodePlan] and agent:
 //
 //   - a node: a network namespace holding the control plane (etcd,
 //     kube-apiserver, kube-controller-manager, kube-scheduler, as a
@@ -42,9 +44,9 @@
 //     short-circuits those addresses inside the node: the very bug hairpin
 //     fixes.
 //
-// Addresses come from 198.18.0.0/15 (node, Pods, Services) and 203.0.113.0/24
-// (LoadBalancer and public addresses), inside the test's namespaces only
-// ([plan.go]). Nothing is created in the machine's root network namespace but
+// Addresses come from 198.18.0.0/15 (nodes, Pods, Services) and
+// 203.0.113.0/24 (LoadBalancer and public addresses), inside the test's
+// namespaces only ([plan.go]; a node's share from its index, [PlanNode]). Nothing is created in the machine's root network namespace but
 // the loopback forwarders through which the test process reaches the
 // apiserver, and everything is torn down when the test ends, also after a
 // failure; a run that was killed is swept by the next one.

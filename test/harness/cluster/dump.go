@@ -14,7 +14,7 @@ import (
 // containers' logs, and the tail of kube-proxy's: what one needs to tell
 // why a step of a story did not happen.
 func (c *Cluster) dumpOnFailure(t testing.TB) {
-	if !t.Failed() || c.CP == nil || c.Node == nil {
+	if !t.Failed() || c.CP == nil || c.Nodes[0].Node == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -32,7 +32,7 @@ func (c *Cluster) dumpOnFailure(t testing.TB) {
 		t.Logf("cluster: pod %s/%s %s ip=%s %s %s", p.Namespace, p.Name, p.Status.Phase, p.Status.PodIP, strings.Join(conds, ","), p.Status.Message)
 		for _, cs := range p.Status.ContainerStatuses {
 			t.Logf("cluster:   container %s ready=%v restarts=%d state=%+v", cs.Name, cs.Ready, cs.RestartCount, cs.State)
-			out, err := c.Node.Logs(p.Namespace, p.Name, cs.Name)
+			out, err := c.Nodes[0].Logs(p.Namespace, p.Name, cs.Name)
 			if err != nil {
 				t.Logf("cluster:   logs: %v", err)
 				continue

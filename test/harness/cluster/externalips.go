@@ -44,11 +44,13 @@ const edgeTable = "200"
 // edge routes HAProxy's connections to an externalIP, which outside holds
 // on its loopback for the clients, to the node instead: they leave from
 // OutsideIP, and a rule ahead of the local table sends what leaves from
-// there to edgeTable, where each externalIP goes via NodeIP. The node's
-// answers come back from that local address, which outside's node0 then
-// accepts (accept_local, no rp_filter). All of it is outside's own.
+// there to edgeTable, where each externalIP goes via the node's IP. The
+// node's answers come back from that local address, which outside's end of
+// the node's link then accepts (accept_local, no rp_filter). All of it is
+// outside's own.
 type edge struct {
 	outside *netns.NS
+	node    NodePlan // the node that serves the externalIPs
 	ready   bool
 	routed  map[netip.Addr]bool
 }
@@ -70,9 +72,9 @@ func (e *edge) route(ip netip.Addr) error {
 			}
 		}
 		for _, kv := range [][2]string{
-			{"net.ipv4.conf.node0.accept_local", "1"},
+			{"net.ipv4.conf." + e.node.OutsideDev + ".accept_local", "1"},
 			{"net.ipv4.conf.all.rp_filter", "0"},
-			{"net.ipv4.conf.node0.rp_filter", "0"},
+			{"net.ipv4.conf." + e.node.OutsideDev + ".rp_filter", "0"},
 		} {
 			if err := e.outside.Sysctl(kv[0], kv[1]); err != nil {
 				return fmt.Errorf("cluster: externalIPs: %w", err)
@@ -80,7 +82,7 @@ func (e *edge) route(ip netip.Addr) error {
 		}
 		e.ready, e.routed = true, map[netip.Addr]bool{}
 	}
-	if _, err := e.outside.IP("route", "replace", netip.PrefixFrom(ip, 32).String(), "via", NodeIP.String(), "table", edgeTable); err != nil {
+	if _, err := e.outside.IP("route", "replace", netip.PrefixFrom(ip, 32).String(), "via", e.node.IP.String(), "table", edgeTable); err != nil {
 		return fmt.Errorf("cluster: externalIPs: %w", err)
 	}
 	e.routed[ip] = true

@@ -128,7 +128,7 @@ func (c *Cluster) InstallIngressController(ctx context.Context, ic IngressContro
 		}, func() error { return c.SetPublicName(h, ic.LBIP) })
 	}
 	if ic.ExternalIP {
-		objects = append(objects, func() error { return c.NodeNS.AddAddr("eth0", netip.PrefixFrom(ic.LBIP, 32)) })
+		objects = append(objects, func() error { return c.NodeNS.AddAddr(c.Nodes[0].Dev, netip.PrefixFrom(ic.LBIP, 32)) })
 	}
 	for _, create := range objects {
 		if err := create(); err != nil {

@@ -50,12 +50,13 @@ func (kubeProxy) waitReady(testing.TB, *Cluster) error { return nil }
 // settings are left alone: the conntrack table size and timeouts are the
 // machine's, not the node namespace's.
 func (k kubeProxy) start(t testing.TB, c *Cluster) error {
+	n := c.Nodes[0]
 	c.kubeProxy = harness.StartCmd(t, "kube-proxy", c.topo.node.Command(filepath.Join(c.opts.AssetsDir, "kube-proxy"),
 		"--kubeconfig="+c.CP.Kubeconfig,
 		"--proxy-mode="+k.mode,
-		"--hostname-override="+NodeName,
-		"--cluster-cidr="+PodCIDR.String(),
-		"--nodeport-addresses="+NodeIP.String()+"/32",
+		"--hostname-override="+n.Name,
+		"--cluster-cidr="+n.PodCIDR.String(),
+		"--nodeport-addresses="+n.IP.String()+"/32",
 		"--conntrack-max-per-core=0",
 		"--conntrack-tcp-timeout-established=0",
 		"--conntrack-tcp-timeout-close-wait=0",

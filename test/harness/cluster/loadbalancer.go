@@ -40,6 +40,7 @@ type loadBalancer struct {
 	t       testing.TB
 	client  kubernetes.Interface
 	outside *netns.NS
+	node    NodePlan // the node whose NodePorts HAProxy dials
 	dir     string
 
 	mu      sync.Mutex
@@ -52,9 +53,9 @@ type loadBalancer struct {
 	done    chan struct{}
 }
 
-func startLoadBalancer(t testing.TB, client kubernetes.Interface, outside *netns.NS, dir string) (*loadBalancer, error) {
+func startLoadBalancer(t testing.TB, client kubernetes.Interface, outside *netns.NS, n NodePlan, dir string) (*loadBalancer, error) {
 	harness.RequireExecutable(t, HAProxy)
-	lb := &loadBalancer{t: t, client: client, outside: outside, dir: dir, bound: map[netip.Addr]bool{}, edge: &edge{outside: outside}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	lb := &loadBalancer{t: t, client: client, outside: outside, node: n, dir: dir, bound: map[netip.Addr]bool{}, edge: &edge{outside: outside, node: n}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	lb.stop = cancel
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -131,7 +132,7 @@ func (lb *loadBalancer) sync(ctx context.Context, list []*corev1.Service) error 
 				continue
 			}
 			frontends = append(frontends, frontend{name: svc.Namespace + "_" + svc.Name + "_" + fmt.Sprint(p.Port), ip: ip, port: p.Port,
-				backend: netip.AddrPortFrom(NodeIP, uint16(p.NodePort))})
+				backend: netip.AddrPortFrom(lb.node.IP, uint16(p.NodePort))})
 		}
 	}
 	return lb.configure(append(frontends, externalIPFrontends(list)...))

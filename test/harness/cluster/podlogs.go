@@ -20,7 +20,7 @@ func (c *Cluster) podLogs(ctx context.Context, namespace, selector, container st
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
-		out, err := c.Node.Logs(p.Namespace, p.Name, container)
+		out, err := c.Nodes[0].Logs(p.Namespace, p.Name, container)
 		if err != nil {
 			return nil, "", err
 		}

@@ -39,7 +39,7 @@ func (c *Cluster) PortForward(public netip.Addr, port, nodePort int32) (remove f
 	steps := [][]string{
 		{"add", "table", "ip", table},
 		{"add", "chain", "ip", table, "output", "{ type nat hook output priority -100 ; }"},
-		{"add", "rule", "ip", table, "output", "ip", "daddr", public.String(), "tcp", "dport", fmt.Sprint(port), "dnat", "to", netip.AddrPortFrom(NodeIP, uint16(nodePort)).String()},
+		{"add", "rule", "ip", table, "output", "ip", "daddr", public.String(), "tcp", "dport", fmt.Sprint(port), "dnat", "to", netip.AddrPortFrom(c.Nodes[0].IP, uint16(nodePort)).String()},
 	}
 	for _, args := range steps {
 		if _, err := c.Outside.Run(Nft, args...); err != nil {

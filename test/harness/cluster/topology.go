@@ -17,13 +17,13 @@ type topology struct {
 	cgroup        *cgroup2.Group
 }
 
-// newTopology creates the two namespaces: the node with NodeIP, forwarding
+// newTopology creates the two namespaces: the node with n's address, forwarding
 // and a default route to outside; outside with the public and LoadBalancer
 // addresses on its loopback and a route back to the Pods. Their names carry
 // name (the cluster's [Options.Name]), so that several clusters (the
 // dataplane tests' shared ones, one per mode) live side by side in one
 // process.
-func newTopology(name string) (_ *topology, err error) {
+func newTopology(name string, n NodePlan) (_ *topology, err error) {
 	if _, err := netns.Sweep(); err != nil {
 		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
 	}
@@ -46,16 +46,14 @@ func newTopology(name string) (_ *topology, err error) {
 	if tp.outside, err = netns.New("outside-" + name); err != nil {
 		return nil, err
 	}
-	if err := netns.Veth(tp.node, "eth0", tp.outside, "node0"); err != nil {
+	if err := netns.Veth(tp.node, n.Dev, tp.outside, n.OutsideDev); err != nil {
 		return nil, err
 	}
 	steps := []func() error{
-		func() error { return tp.node.AddAddr("eth0", netip.PrefixFrom(NodeIP, NodeLink.Bits())) },
-		func() error { return tp.outside.AddAddr("node0", netip.PrefixFrom(OutsideIP, NodeLink.Bits())) },
-		func() error { return tp.node.AddRoute("default", "via", OutsideIP.String()) },
-		// Pod traffic leaves the node unmasqueraded, as with a routed
-		// (BGP) Pod network, so outside routes the Pods back to the node.
-		func() error { return tp.outside.AddRoute(PodCIDR.String(), "via", NodeIP.String()) },
+		func() error { return tp.node.AddAddr(n.Dev, n.linkAddr()) },
+		func() error { return tp.outside.AddAddr(n.OutsideDev, netip.PrefixFrom(n.Gateway, NodeLink.Bits())) },
+		func() error { return tp.node.AddRoute("default", "via", n.Gateway.String()) },
+		func() error { return tp.outside.AddRoute(n.podRoute()...) },
 		func() error { return tp.node.Sysctl("net.ipv4.ip_forward", "1") },
 		func() error { return tp.outside.Sysctl("net.ipv4.ip_forward", "1") },
 		func() error { return tp.outside.AddAddr("lo", netip.PrefixFrom(PublicDNSIP, 32)) },
