@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
+	"k8s.io/client-go/tools/cache"
 )
 
 // hostCache is the shared state behind one or more hairpin server blocks: the
@@ -41,8 +43,12 @@ type hostCache struct {
 	// the direct targets whose Service was found missing (logged once).
 	direct        map[string]*directWatch
 	directMissing map[string]bool
-	stopCh        chan struct{}
-	wg            sync.WaitGroup
+	// The EndpointSlices of discovered targets, which a new target waits
+	// for (watch_endpoints.go); nil with proxy and proxy_ip.
+	slices    cache.SharedIndexInformer
+	sliceKind *kindWatch
+	stopCh    chan struct{}
+	wg        sync.WaitGroup
 }
 
 func newHostCache(c *clients, s settings) *hostCache {
@@ -186,6 +192,7 @@ func (hc *hostCache) afterLateSync(tick <-chan time.Time) {
 // openUp publishes what the lists delivered so far and starts serving.
 func (hc *hostCache) openUp(unsynced []string) {
 	hc.mu.Lock()
+	hc.endEveryWaitLocked()
 	hc.publishLocked()
 	hc.open.Store(true)
 	close(hc.openCh)

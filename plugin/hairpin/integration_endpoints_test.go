@@ -1,6 +1,7 @@
 package hairpin
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,6 +35,7 @@ func (it *integration) targetsWaitForEndpoints(t *testing.T, ns string) {
 	next, svc := it.createWaitingTarget(t, ns, "a-next", map[string]string{rules.ZonesAnnotation: "a.example.com", rules.IngressClassesAnnotation: "tenant-a"})
 	knowsTarget(t, hc, ns+"/a-next")
 	holdsA(t, hc, "app.a.example.com.", old, "the new target has no EndpointSlice")
+	wantWaiting(t, hc, 1)
 
 	steps := []struct {
 		why   string
@@ -57,6 +59,7 @@ func (it *integration) targetsWaitForEndpoints(t *testing.T, ns string) {
 	}
 	it.writeSlice(t, harness.EndpointSliceFor(svc, true))
 	wantA(t, hc, "app.a.example.com.", next)
+	wantWaiting(t, hc, 0)
 
 	// Its only replica crashes: the endpoint goes unready, the answer stays.
 	it.writeSlice(t, harness.EndpointSliceFor(svc, false))
@@ -98,6 +101,14 @@ func knowsTarget(t *testing.T, hc *hostCache, name string) {
 	t.Helper()
 	eventually(t, "target "+name+" known", func() bool {
 		return testutil.ToFloat64(targetAddresses.WithLabelValues(hc.id, name, "ipv4")) == 1
+	})
+}
+
+// wantWaiting waits until n targets wait for a ready endpoint.
+func wantWaiting(t *testing.T, hc *hostCache, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d targets waiting", n), func() bool {
+		return testutil.ToFloat64(targetsKnown.WithLabelValues(hc.id, rules.StateWaiting)) == float64(n)
 	})
 }
 

@@ -500,6 +500,10 @@ func (it *integration) createTarget(t *testing.T, ns, name string, ann map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its proxy is up: the target takes hosts as soon as it is seen.
+	if err := harness.ServeEndpoints(it.ctx(t), it.kube, created); err != nil {
+		t.Fatal(err)
+	}
 	return created.Spec.ClusterIP
 }
 
