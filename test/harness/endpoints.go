@@ -16,13 +16,17 @@ import (
 // tests write, so that a real EndpointSlice controller leaves them alone.
 const EndpointsManager = "harness.coredns-hairpin.io"
 
+// endpointAddress is the address of the one endpoint of EndpointSliceFor.
+const endpointAddress = "198.18.0.1"
+
 // EndpointSliceFor is the EndpointSlice that kube-controller-manager's
-// EndpointSlice controller writes for svc when one Pod behind it, at
-// 127.0.0.1, serves every port of svc: the Service's labels copied, the
+// EndpointSlice controller writes for svc when one Pod behind it serves
+// every port of svc: the Service's labels copied, the
 // service-name label, one entry per port named as the Service names it. An
 // envtest control plane runs no such controller, so a test that needs a
 // Service with endpoints writes this itself. ready is the endpoint's ready
-// condition.
+// condition. The Pod's address is only data, never dialled: the apiserver
+// refuses a loopback one, so it is from the test clusters' Pod range.
 //
 // From k8s.io/endpointslice v0.37.2, utils.go: setEndpointSliceLabels
 // (the Service's labels and discovery.k8s.io/service-name) and
@@ -38,7 +42,7 @@ func EndpointSliceFor(svc *corev1.Service, ready bool) *discoveryv1.EndpointSlic
 		ObjectMeta:  metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name + "-harness", Labels: labels},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{"127.0.0.1"},
+			Addresses:  []string{endpointAddress},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready)},
 		}},
 	}
@@ -78,4 +82,21 @@ func WriteEndpointSlice(ctx context.Context, cs kubernetes.Interface, slice *dis
 // ready: what the plugin waits for before a target takes hosts.
 func ServeEndpoints(ctx context.Context, cs kubernetes.Interface, svc *corev1.Service) error {
 	return WriteEndpointSlice(ctx, cs, EndpointSliceFor(svc, true))
+}
+
+// ServeEndpointsOf writes a ready EndpointSlice for every Service in
+// namespace that matches selector: on an envtest control plane, what the
+// EndpointSlice controller would write once the Pods behind them (a chart's
+// proxy) are ready. Call it after each install or upgrade that adds some.
+func ServeEndpointsOf(ctx context.Context, cs kubernetes.Interface, namespace, selector string) error {
+	svcs, err := cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return fmt.Errorf("services %s in %s: %w", selector, namespace, err)
+	}
+	for i := range svcs.Items {
+		if err := ServeEndpoints(ctx, cs, &svcs.Items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
