@@ -148,6 +148,7 @@ every render. Disabled targets are checked too. */ -}}
 {{- fail (printf "proxy.terminationGracePeriodSeconds: %v must exceed proxy.lameduck + proxy.drainTimeout (%s + %s = %vs), or the kubelet kills connections still draining; set it to at least %d" $p.terminationGracePeriodSeconds $p.lameduck $p.drainTimeout $stop (add1 (floor $stop | int))) -}}
 {{- end -}}
 {{- $routes := dict -}}
+{{- $routePorts := dict -}}
 {{- $ports := dict (toString .Values.proxy.healthPort) "proxy.healthPort" -}}
 {{- range $t := include "hairpin.targets" . | fromJsonArray -}}
 {{- $where := printf "targets.%s" $t.name -}}
@@ -175,6 +176,11 @@ every render. Disabled targets are checked too. */ -}}
 {{- fail (printf "%s.name: route name %q is already the route of %s" $pw $route (get $routes $route)) -}}
 {{- end -}}
 {{- $_ := set $routes $route $pw -}}
+{{- $portName := include "hairpin.routePort" (list $t $p) -}}
+{{- if hasKey $routePorts $portName -}}
+{{- fail (printf "%s.name: the container port name %q of route %q is already that of %s; rename the port" $pw $portName $route (get $routePorts $portName)) -}}
+{{- end -}}
+{{- $_ := set $routePorts $portName $pw -}}
 {{- end -}}
 {{- if and (eq (toString $.Values.rbac.gatewayAPI) "false") (or $t.gatewayClasses $t.gateways) -}}
 {{- fail (printf "%s: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false, so CoreDNS could not read them; set rbac.gatewayAPI to auto or true" $where) -}}
