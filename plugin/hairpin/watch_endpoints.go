@@ -92,12 +92,51 @@ func (hc *hostCache) waitsForEndpointsLocked() bool {
 	return hc.sliceKind != nil && (!hc.open.Load() || hc.sliceKind.synced.Load())
 }
 
-// endReadyWaitLocked ends t's wait when its Service has a ready endpoint
-// for each of its ports, and recomputes the selection then.
+// dataplaneLag is how long a target waits after its Service first has a
+// ready endpoint for each port: the node's dataplane learns of the endpoint
+// from the same watch, and kube-proxy syncs its rules at most once per
+// minSyncPeriod, 1 s by default for iptables and nftables (k8s.io/kubernetes
+// v1.37.2, pkg/proxy/apis/config/v1alpha1/defaults.go); until it has, the
+// ClusterIP refuses connections.
+var dataplaneLag = 2 * time.Second
+
+// endReadyWaitLocked ends t's wait, and recomputes the selection, once its
+// Service has had a ready endpoint for each of its ports for dataplaneLag,
+// or at once while the cache has not served yet (a CoreDNS that starts).
 func (hc *hostCache) endReadyWaitLocked(t *target) {
 	if !t.Waiting {
 		return
 	}
+	if !hc.readyForEachPortLocked(t) {
+		t.readyAt = time.Time{}
+		return
+	}
+	// Ready in the first lists: the dataplane has had it for long.
+	if !hc.open.Load() {
+		t.readyAt = time.Now().Add(-dataplaneLag)
+	}
+	if t.readyAt.IsZero() {
+		t.readyAt = time.Now()
+		time.AfterFunc(dataplaneLag, func() {
+			hc.mu.Lock()
+			defer hc.mu.Unlock()
+			if hc.targets[t.Name] == t {
+				hc.endReadyWaitLocked(t)
+			}
+		})
+		return
+	}
+	if time.Since(t.readyAt) < dataplaneLag {
+		return
+	}
+	t.Waiting = false
+	log.Infof("target %s has had a ready endpoint for each port for %s; it takes its hosts", t.Name, dataplaneLag)
+	hc.targetsChangedLocked()
+}
+
+// readyForEachPortLocked reports whether t's Service has a ready endpoint
+// for each of its ports.
+func (hc *hostCache) readyForEachPortLocked(t *target) bool {
 	ready := map[string]bool{}
 	for _, obj := range hc.slices.GetStore().List() {
 		if s, ok := obj.(*cachedSlice); ok && s.namespace+"/"+s.service == t.Name {
@@ -108,12 +147,10 @@ func (hc *hostCache) endReadyWaitLocked(t *target) {
 	}
 	for _, p := range t.ports {
 		if !ready[p] {
-			return
+			return false
 		}
 	}
-	t.Waiting = false
-	log.Infof("target %s has a ready endpoint for each port; it takes its hosts", t.Name)
-	hc.targetsChangedLocked()
+	return true
 }
 
 // endEveryWaitLocked ends every wait when the cache starts serving before
