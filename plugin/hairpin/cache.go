@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,11 +88,14 @@ func (hc *hostCache) start() error {
 	if err := hc.watchTargets(); err != nil {
 		return err
 	}
+	// The kinds so far; the Gateway API kinds and the Services of direct
+	// targets, which handlers add once the informers run, wait for their
+	// own sync.
+	kinds := slices.Clone(hc.kinds)
 	for _, f := range hc.watches.factories {
 		f.Start(hc.stopCh)
 	}
 	hc.runControllers()
-	kinds := hc.kinds // the Gateway API kinds wait for their own sync
 	hc.mu.Lock()
 	hc.ensureGatewayWatchesLocked()
 	hc.mu.Unlock()

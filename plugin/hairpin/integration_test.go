@@ -579,7 +579,7 @@ func (it *integration) grantRead(t *testing.T, user, group string, resources ...
 	name := user + "-" + strings.ReplaceAll(group, ".", "-") + "-read"
 	role := &rbac.ClusterRole{
 		ObjectMeta: meta.ObjectMeta{Name: name},
-		Rules:      []rbac.PolicyRule{{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch"}}},
+		Rules:      []rbac.PolicyRule{readRule(group, resources...)},
 	}
 	if _, err := it.kube.RbacV1().ClusterRoles().Create(it.ctx(t), role, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -592,6 +592,11 @@ func (it *integration) grantRead(t *testing.T, user, group string, resources ...
 	if _, err := it.kube.RbacV1().ClusterRoleBindings().Create(it.ctx(t), binding, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readRule grants get/list/watch on resources of group.
+func readRule(group string, resources ...string) rbac.PolicyRule {
+	return rbac.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch"}}
 }
 
 func gatewayClientFor(t *testing.T, cp *harness.ControlPlane) gwclient.Interface {
