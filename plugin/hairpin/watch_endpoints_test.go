@@ -12,6 +12,7 @@ import (
 	core "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -90,4 +91,21 @@ func TestSlimSliceKeepsReadyPorts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A waiting target that becomes a direct one stops waiting: its answer is
+// another Service, behind no proxy of ours.
+func TestWaitingTargetMadeDirectServes(t *testing.T) {
+	svc := targetService("cilium", "127.77.0.10", "example.net", "cilium")
+	svc.Spec.Ports = []core.ServicePort{{Name: "http", Port: 80}}
+	hc, client := discoveryCache(t, svc,
+		controllerService("gateways", "cilium-gateway-public", "127.77.1.10"),
+		ingress("default", "app", "cilium", "app.example.net"))
+	wantTarget(t, hc, "app.example.net.", "") // no ready endpoint
+
+	direct := directTarget("cilium", "example.net", "cilium", "gateways/cilium-gateway-public")
+	if _, err := client.CoreV1().Services(defaultTargetsNamespace).Update(t.Context(), direct, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wantTarget(t, hc, "app.example.net.", "127.77.1.10")
 }

@@ -91,12 +91,15 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 	}
 	rt := rules.NewTarget(svc.key(), svc.annotations)
 	t, known := hc.targets[svc.key()]
-	if known {
+	switch {
+	case rt.Spec.Direct != "":
+		// Answered with another Service: no proxy of ours has to come
+		// up first.
+		rt.Waiting = false
+	case known:
 		rt.Waiting = t.Waiting
-	} else {
-		// A direct target's answer is another Service: no proxy of ours
-		// has to come up first.
-		rt.Waiting = rt.Spec.Direct == "" && hc.waitsForEndpointsLocked()
+	default:
+		rt.Waiting = hc.waitsForEndpointsLocked()
 	}
 	switch {
 	case !known:
