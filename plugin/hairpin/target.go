@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
@@ -20,6 +21,13 @@ type target struct {
 	// The name and the selection; the selection is guarded by hostCache.mu.
 	rules.Target
 	addrs atomic.Pointer[proxyAddrs]
+	// ports names the ports of a discovered target's Service, each of
+	// which needs a ready endpoint before the target stops Waiting;
+	// guarded by hostCache.mu.
+	ports []string
+	// readyAt is when the Service last came to have a ready endpoint for
+	// each port while the target waits; guarded by hostCache.mu.
+	readyAt time.Time
 }
 
 // Rules implements rules.Candidate.
