@@ -72,8 +72,6 @@ var ciliumDeviations = []ciliumDeviation{
 	// Cilium's other processes.
 	{Path: "healthChecking", Cozystack: true, Ours: false, Value: true, Reason: noHealth,
 		Config: []string{"enable-health-checking"}},
-	{Path: "endpointHealthChecking.enabled", Cozystack: true, Ours: false, Value: true, Reason: noHealth + " (Cozystack's rendering says false only because it chains)",
-		Config: []string{"enable-endpoint-health-checking"}},
 	{Path: "cilium-operator process", Cozystack: "one replica", Ours: "none",
 		Reason: "the operator is neither built nor pulled here, and one node needs nothing of it: IPAM from Node.spec.podCIDR (ipam.mode kubernetes), identities in CRDs that the agent allocates, no CiliumLoadBalancerIPPool for its LB-IPAM (the harness writes LoadBalancer status as MetalLB does), and the harness installs the CRDs"},
 	{Path: "cilium-operator Deployment spec.paused", Cozystack: false, Ours: true,
