@@ -176,12 +176,14 @@ test-cilium: deps build tools images $(BIN)/steady
 	$(TEST_ENV) go test -count=1 -timeout 20m -run '^TestCiliumLeavesNothingBehind$$' ./test/harness/cluster/
 	$(TEST_ENV) go test -count=1 -timeout 60m -run '^Test(HairpinOnTheRealDataplane|GatewayOnTheRealDataplane|DirectTargetOnTheRealDataplane|CozystackManagementCluster)$$/^cilium$$' ./test/dataplane/
 
-# The lifecycle test alone, on Cilium too: named in HAIRPIN_DATAPLANES, a
-# dataplane whose UDP flows follow a gone backend runs it (a kube-dns
-# rollout loses a few UDP queries to Cilium's per-packet balancing; see
-# lifecycleModes in the test).
+# The lifecycle test alone, on nftables and Cilium (part of `make test`).
+# LIFECYCLE_DATAPLANES=cilium-per-packet measures the opt-in Cilium that
+# balances the Pods' connections per packet, whose kube-dns rollouts lose
+# UDP queries (cilium#48714; docs/troubleshooting.md): its coredns-rollout
+# line gives the figure, and the test fails on it.
+LIFECYCLE_DATAPLANES ?= nftables,cilium
 test-lifecycle: deps build tools images $(BIN)/steady
-	$(TEST_ENV) HAIRPIN_DATAPLANES=nftables,cilium go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
+	$(TEST_ENV) HAIRPIN_DATAPLANES=$(LIFECYCLE_DATAPLANES) go test -count=1 -timeout 30m -run '^TestLifecycleLosesNoRequest$$' ./test/dataplane/
 
 # Unit tests only: no control plane, no child processes.
 unit:

@@ -22,10 +22,17 @@ import (
 // ciliumName is the name of Cilium's dataplane ([Cilium]).
 const ciliumName = "cilium"
 
+// ciliumPerPacketName is Cilium with socket load balancing kept to the
+// node's namespace: the Pods' connections are translated per packet.
+const ciliumPerPacketName = "cilium-per-packet"
+
 // ciliumDataplane is cilium-agent as kube-proxy replacement, with
 // cilium-cni attaching the Pods, configured by its chart's values:
 // Cozystack's files, then values.
-type ciliumDataplane struct{ values CiliumValues }
+type ciliumDataplane struct {
+	name   string // "" for ciliumName
+	values CiliumValues
+}
 
 // Cilium is the dataplane of cilium-agent as kube-proxy replacement, its
 // chart rendered with Cozystack's values files and then values
@@ -33,7 +40,12 @@ type ciliumDataplane struct{ values CiliumValues }
 // from them ([ciliumDataplane.Capabilities]).
 func Cilium(values CiliumValues) Dataplane { return ciliumDataplane{values: maps.Clone(values)} }
 
-func (ciliumDataplane) Name() string { return ciliumName }
+func (d ciliumDataplane) Name() string {
+	if d.name != "" {
+		return d.name
+	}
+	return ciliumName
+}
 
 // value is the value in effect at path: the dataplane's own, else the
 // last of Cozystack's files that sets it, as a string; "" when none sets

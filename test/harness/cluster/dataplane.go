@@ -100,9 +100,16 @@ var KubeProxyModes = []string{"iptables", "nftables"}
 // ([Dataplanes]): for example `nftables,cilium`. Unset, every one.
 const EnvDataplanes = "HAIRPIN_DATAPLANES"
 
-// AllDataplanes are the names [DataplaneNamed] knows, in the order a run
-// takes them.
+// AllDataplanes are the names of the dataplanes a run covers by default, in
+// the order a run takes them.
 var AllDataplanes = append(slices.Clone(KubeProxyModes), ciliumName)
+
+// OptInDataplanes are dataplanes that a run covers only when
+// HAIRPIN_DATAPLANES names them, after [AllDataplanes]: Cilium balancing
+// the Pods' connections per packet (socketLB.hostNamespaceOnly, as Istio's
+// users set it), whose kube-dns rollouts lose UDP queries to cilium#48714;
+// the lifecycle test on it measures that.
+var OptInDataplanes = []string{ciliumPerPacketName}
 
 // Dataplanes are the names of the dataplanes this run covers:
 // HAIRPIN_DATAPLANES, or all. A name that no dataplane has is dropped here
@@ -124,14 +131,14 @@ func parseDataplanes(v string) (names []string, chosen bool, err error) {
 			continue
 		}
 		want[n] = true
-		if !slices.Contains(AllDataplanes, n) && err == nil {
-			err = fmt.Errorf("%s: %q is no dataplane; want some of %v", EnvDataplanes, n, AllDataplanes)
+		if !slices.Contains(AllDataplanes, n) && !slices.Contains(OptInDataplanes, n) && err == nil {
+			err = fmt.Errorf("%s: %q is no dataplane; want some of %v", EnvDataplanes, n, append(slices.Clone(AllDataplanes), OptInDataplanes...))
 		}
 	}
 	if len(want) == 0 {
 		return slices.Clone(AllDataplanes), false, err
 	}
-	for _, n := range AllDataplanes {
+	for _, n := range append(slices.Clone(AllDataplanes), OptInDataplanes...) {
 		if want[n] {
 			names = append(names, n)
 		}
@@ -140,13 +147,19 @@ func parseDataplanes(v string) (names []string, chosen bool, err error) {
 }
 
 // DataplaneNamed is the dataplane called name, with its defaults: a
-// kube-proxy mode, or Cilium with [DefaultCiliumValues].
+// kube-proxy mode, Cilium with [DefaultCiliumValues], or Cilium per packet
+// in the Pods.
 func DataplaneNamed(name string) (Dataplane, error) {
 	if slices.Contains(KubeProxyModes, name) {
 		return KubeProxy(name), nil
 	}
-	if name == ciliumName {
+	switch name {
+	case ciliumName:
 		return Cilium(DefaultCiliumValues()), nil
+	case ciliumPerPacketName:
+		v := DefaultCiliumValues()
+		v["socketLB.hostNamespaceOnly"] = true
+		return ciliumDataplane{name: ciliumPerPacketName, values: v}, nil
 	}
 	return nil, fmt.Errorf("cluster: no dataplane %q; want one of %v", name, AllDataplanes)
 }

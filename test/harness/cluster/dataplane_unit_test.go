@@ -16,6 +16,7 @@ func TestParseDataplanesKeepsTheRunsOrderAndNamesAnUnknownOne(t *testing.T) {
 		{"BlankIsAll", " , ", AllDataplanes, false, false},
 		{"InTheRunsOrder", "cilium, nftables", []string{"nftables", "cilium"}, true, false},
 		{"UnknownIsAnError", "nftables,ipvs", []string{"nftables"}, true, true},
+		{"OptInOnlyWhenNamed", "cilium-per-packet,nftables", []string{"nftables", "cilium-per-packet"}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, chosen, err := parseDataplanes(tc.v)
