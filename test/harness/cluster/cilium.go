@@ -24,16 +24,25 @@ const ciliumName = "cilium"
 
 // ciliumDataplane is cilium-agent as kube-proxy replacement, with
 // cilium-cni attaching the Pods, configured by its chart's values:
-// Cozystack's files, then values.
-type ciliumDataplane struct{ values CiliumValues }
+// Cozystack's files, then values. It is the cilium mode, or a shape of it
+// ([Shapes]) called name.
+type ciliumDataplane struct {
+	shape  *ciliumShape
+	values CiliumValues
+}
 
 // Cilium is the dataplane of cilium-agent as kube-proxy replacement, its
 // chart rendered with Cozystack's values files and then values
 // ([DefaultCiliumValues]: the deviation table's). What it does follows
 // from them ([ciliumDataplane.Capabilities]).
-func Cilium(values CiliumValues) Dataplane { return ciliumDataplane{values: maps.Clone(values)} }
+func Cilium(values CiliumValues) Dataplane {
+	return ciliumDataplane{shape: ciliumModeShape, values: maps.Clone(values)}
+}
 
-func (ciliumDataplane) Name() string { return ciliumName }
+func (d ciliumDataplane) Name() string { return d.shape.name }
+
+// Mode: every shape of Cilium is selected by the cilium mode.
+func (ciliumDataplane) Mode() string { return ciliumName }
 
 // value is the value in effect at path: the dataplane's own, else the
 // last of Cozystack's files that sets it, as a string; "" when none sets
@@ -44,7 +53,7 @@ func (d ciliumDataplane) value(path string) string {
 		var err error
 		// The files are embedded, and an error reading them fails the
 		// render before any Capabilities matter.
-		if v, ok, err = cozystackValue(path); err != nil || !ok {
+		if v, ok, err = d.shape.cozystackValue(path); err != nil || !ok {
 			return ""
 		}
 	}
@@ -98,7 +107,7 @@ func (ciliumDataplane) crdDirs(c *Cluster) []string {
 func (ciliumDataplane) controllers() string { return KubeProxy("").controllers() + ",-daemonset" }
 
 func (d ciliumDataplane) start(t testing.TB, c *Cluster) error {
-	return c.startCilium(t, c.opts.Helm, d.values)
+	return c.startCilium(t, c.opts.Helm, d.shape, d.values)
 }
 
 func (ciliumDataplane) cni(c *Cluster) *node.CNI { return c.cilium.cni() }
@@ -200,7 +209,7 @@ func clang() (string, error) {
 // keeps its queue of deletions that an absent agent could not take.
 const machineRunCilium = "/run/cilium"
 
-func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumValues) error {
+func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, shape *ciliumShape, values CiliumValues) error {
 	cl := &cilium{assets: c.ciliumDir, started: time.Now()}
 	var err error
 	if cl.dir, err = os.MkdirTemp("", "cilium-"); err != nil {
@@ -214,7 +223,7 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumVal
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	install, err := renderCiliumChart(ctx, helm, filepath.Join(cl.assets, "share", "chart"), values)
+	install, err := renderCiliumChart(ctx, helm, filepath.Join(cl.assets, "share", "chart"), shape, values)
 	if err != nil {
 		return err
 	}
