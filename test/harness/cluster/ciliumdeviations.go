@@ -56,8 +56,6 @@ var ciliumDeviations = append(slices.Clone(commonCiliumDeviations),
 		Reason: "Kube-OVN cannot be built here (its module is not served); ptp, like Kube-OVN, makes the Pod's veth and gives it its address, and cilium-cni attaches to that veth"},
 	ciliumDeviation{Path: "cilium_host's address", Cozystack: "Kube-OVN's gateway of the node's subnet", Ours: "the podCIDR's first address, written into the node's CiliumNode (spec.addresses CiliumInternalIP) before the agent starts",
 		Reason: "left alone, the agent takes a random free address of the podCIDR, which host-local may also hand out; .1 is the gateway host-local's range leaves out"},
-	ciliumDeviation{Path: "endpointHealthChecking.enabled", Cozystack: true, Ours: false, Value: true, Reason: noHealth + " (Cozystack's rendering says false only because it chains)",
-		Config: []string{"enable-endpoint-health-checking"}},
 	// Cozystack's other package of the variant.
 	ciliumDeviation{Path: "CiliumClusterwideNetworkPolicy restrict-system-components", Cozystack: "applied (packages/system/cilium-networkpolicy): denies world ingress to the node's ports 2379, 2380, 3367, 7946, 8123, 9120, 9121, 9140, 9141, 9443, 10250, 10257, 10259",
 		Ours:   "not applied",
