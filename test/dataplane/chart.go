@@ -70,13 +70,15 @@ func (e *Env) Install(ctx context.Context, t testing.TB) (string, error) {
 	return e.InstallValues(ctx, t, Values())
 }
 
-// InstallValues is [Env.Install] with values as the values file.
-func (e *Env) InstallValues(ctx context.Context, t testing.TB, values string) (string, error) {
+// InstallValues is [Env.Install] with values as the values file, and any
+// further flags (--set-json ...).
+func (e *Env) InstallValues(ctx context.Context, t testing.TB, values string, flags ...string) (string, error) {
 	file, err := e.valuesFile(t, values)
 	if err != nil {
 		return "", err
 	}
-	return e.Helm.Run(ctx, "install", "hairpin", e.Chart, "-n", "hairpin-system", "--create-namespace", "-f", file, "--wait", "--timeout", "3m")
+	args := append([]string{"install", "hairpin", e.Chart, "-n", "hairpin-system", "--create-namespace", "-f", file, "--wait", "--timeout", "3m"}, flags...)
+	return e.Helm.Run(ctx, args...)
 }
 
 // Upgrade runs `helm upgrade hairpin CHART -n hairpin-system -f values.yaml

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -113,13 +111,8 @@ func cozystackStory(t *testing.T) {
 	})
 
 	step("BrokenWithoutHairpin", func(t *testing.T) {
-		brokenWithoutHairpin(ctx, t, e, cozyControllers)
 		// The externalIP is short-circuited where a LoadBalancer IP is.
-		backends, err := controllerPodIPs(ctx, e, root)
-		if err != nil {
-			t.Fatal(err)
-		}
-		translatedWhereTheDataplaneSays(ctx, t, e, netip.AddrPortFrom(root.LBIP, 80), backends)
+		brokenAndTranslated(ctx, t, e, cozyControllers)
 	})
 
 	step("CheckFailsBeforeInstallNamingBothControllers", func(t *testing.T) {
@@ -130,13 +123,7 @@ func cozystackStory(t *testing.T) {
 		// As written: the test cluster has Cozystack's names (namespaces,
 		// Services, classes, pod labels, CoreDNS's ServiceAccount), and
 		// the example's zones are its hosts'.
-		values, err := os.ReadFile(filepath.Join(e.Chart, "examples", "cozystack-management.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out, err := e.InstallValues(ctx, t, string(values)); err != nil {
-			t.Fatalf("helm install -f examples/cozystack-management.yaml: %v\n%s", err, out)
-		}
+		installExample(ctx, t, e, "cozystack-management.yaml")
 		for _, kind := range monitoringKinds {
 			if n, err := countObjects(ctx, e, kind); err != nil || n == 0 {
 				t.Errorf("%s in %s: %d (%v); the example turns it on", kind.Resource, dataplane.TargetNamespace, n, err)

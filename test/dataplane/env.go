@@ -70,6 +70,9 @@ type Config struct {
 	Controllers []cluster.IngressController
 	// CRDDirs are further CRDs the control plane installs at start.
 	CRDDirs []string
+	// HostSearch are the node's own search domains, after the cluster's
+	// in a Pod's search path (cluster.Options.HostSearch).
+	HostSearch []string
 }
 
 // StartWith starts the cluster cfg for t: [Start] with the cluster's
@@ -103,11 +106,13 @@ func StartWith(t testing.TB, cfg Config) *Env {
 		t.Fatal(err)
 	}
 	e.Cluster = cluster.Start(t, cluster.Options{Dataplane: dp, Name: cfg.Name, ClusterDomain: cfg.ClusterDomain,
-		Images: images, GatewayAPI: harness.GatewayStandard, CRDDirs: cfg.CRDDirs})
+		Images: images, GatewayAPI: harness.GatewayStandard, CRDDirs: cfg.CRDDirs, HostSearch: cfg.HostSearch})
 	e.Helm = e.Helm.WithKubeconfig(e.CP.Kubeconfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := e.InstallKubeDNS(ctx, cluster.KubeDNSOptions{Image: e.CoreDNSImage(), Corefile: e.Corefile}); err != nil {
+	kubeDNS := kubeDNSWorkloads[cfg.Distribution]
+	kubeDNS.Image, kubeDNS.Corefile = e.CoreDNSImage(), e.Corefile
+	if err := e.InstallKubeDNS(ctx, kubeDNS); err != nil {
 		t.Fatal(err)
 	}
 	for _, ic := range cfg.Controllers {
@@ -119,6 +124,16 @@ func StartWith(t testing.TB, cfg Config) *Env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// kubeDNSWorkloads are how distributions deploy CoreDNS where it differs
+// from kubeadm's Deployment, by the name of their Corefile.
+var kubeDNSWorkloads = map[string]cluster.KubeDNSOptions{
+	// Cozystack's coredns package (cozystack/cozystack at 3c780acd,
+	// packages/system/coredns/values.yaml: serviceAccount kube-dns;
+	// templates/coredns-custom.yaml: coredns-custom with no data, mounted
+	// optional at /etc/coredns/custom).
+	CozyTenantDistribution: {ServiceAccount: "kube-dns", CustomConfigMap: "coredns-custom"},
 }
 
 // CoreDNSImage is the reference kube-dns runs: our image, at the chart's

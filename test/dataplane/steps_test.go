@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -166,12 +168,11 @@ func checkNamesTheDataplane(t *testing.T, r *dataplane.CheckReport, caps cluster
 
 // fixedEachHostReachesItsOwnController: after the install every kube-dns
 // replica answers each host with its target, and the client Pods reach the
-// host's own controller, never the other one, with the PROXY header
+// host's own controller, never another one, with the PROXY header
 // naming the client.
 func fixedEachHostReachesItsOwnController(ctx context.Context, t *testing.T, e *dataplane.Env, ics []cluster.IngressController) {
 	t.Helper()
-	for i, ic := range ics {
-		other := ics[(i+1)%len(ics)]
+	for _, ic := range ics {
 		host := ic.Hosts[0]
 		target, err := e.TargetIP(ctx, ic)
 		if err != nil {
@@ -206,8 +207,13 @@ func fixedEachHostReachesItsOwnController(ctx context.Context, t *testing.T, e *
 		if err := requestFromTheNode(ctx, e, ic, host); err != nil {
 			t.Error(err)
 		}
-		if reqs, _ := e.Requests(ctx, other, host); len(reqs) > 0 {
-			t.Errorf("%s's host reached the other controller %s: %+v", host, other.Namespace, reqs)
+		for _, other := range ics {
+			if other.Namespace == ic.Namespace {
+				continue
+			}
+			if reqs, _ := e.Requests(ctx, other, host); len(reqs) > 0 {
+				t.Errorf("%s's host reached the other controller %s: %+v", host, other.Namespace, reqs)
+			}
 		}
 	}
 }
@@ -302,4 +308,31 @@ func requestFromTheNode(ctx context.Context, e *dataplane.Env, ic cluster.Ingres
 		errs = append(errs, err)
 	}
 	return fmt.Errorf("no request from the hostNetwork client as the proxy saw it: %w", errors.Join(errs...))
+}
+
+// brokenAndTranslated is the broken step of a cluster whose controllers
+// ics are Cozystack's: [brokenWithoutHairpin], and the clients' sockets to
+// the first controller's address held to where the dataplane translates
+// them ([translatedWhereTheDataplaneSays]).
+func brokenAndTranslated(ctx context.Context, t *testing.T, e *dataplane.Env, ics []cluster.IngressController) {
+	t.Helper()
+	brokenWithoutHairpin(ctx, t, e, ics)
+	backends, err := controllerPodIPs(ctx, e, ics[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	translatedWhereTheDataplaneSays(ctx, t, e, netip.AddrPortFrom(ics[0].LBIP, 80), backends)
+}
+
+// installExample installs the chart with the values file
+// examples/name as written, and flags (the zones, say).
+func installExample(ctx context.Context, t *testing.T, e *dataplane.Env, name string, flags ...string) {
+	t.Helper()
+	values, err := os.ReadFile(filepath.Join(e.Chart, "examples", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := e.InstallValues(ctx, t, string(values), flags...); err != nil {
+		t.Fatalf("helm install -f examples/%s %v: %v\n%s", name, flags, err, out)
+	}
 }

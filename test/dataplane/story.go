@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
 )
@@ -20,9 +21,26 @@ import (
 const TargetNamespace = "hairpin-system"
 
 // TargetIP returns the ClusterIP of the target Service the chart renders
-// for ic (named after its namespace).
+// for ic: the one target whose Ingress classes hold ic's, whatever the
+// values named it (Values names it after ic's namespace, Cozystack's
+// tenant example ingress-nginx).
 func (e *Env) TargetIP(ctx context.Context, ic cluster.IngressController) (netip.Addr, error) {
-	return e.TargetIPOf(ctx, ic.Namespace)
+	svcs, err := e.CP.Clientset.CoreV1().Services(TargetNamespace).List(ctx, metav1.ListOptions{LabelSelector: e2e.TargetLabel})
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	var fronting []string
+	for _, svc := range svcs.Items {
+		for _, c := range strings.Split(svc.Annotations[e2e.IngressClassesAnnotation], ",") {
+			if strings.TrimSpace(c) == ic.Class {
+				fronting = append(fronting, svc.Name)
+			}
+		}
+	}
+	if len(fronting) != 1 {
+		return netip.Addr{}, fmt.Errorf("targets of class %s in %s: %v; want one", ic.Class, TargetNamespace, fronting)
+	}
+	return e.TargetIPOf(ctx, fronting[0])
 }
 
 // TargetIPOf returns the ClusterIP of the chart's target Service name.

@@ -17,7 +17,7 @@ import (
 
 // Distributions are the Corefiles in testdata/corefiles, each as its
 // distribution ships it (the file's header names origin and version).
-var Distributions = []string{"kubeadm", "talos", "k3s", "helm"}
+var Distributions = []string{"kubeadm", "talos", "k3s", "helm", "cozystack-tenant"}
 
 // CorefilesDir is testdata/corefiles of this package, wherever the caller
 // runs (the benchmarks use the fixtures too).

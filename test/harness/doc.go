@@ -82,8 +82,11 @@
 // A test gets a cluster of a shape from test/dataplane: dataplane.Shared
 // (one cluster per dataplane name, shared by the package's stories) or
 // dataplane.StartWith (a Config: the dataplane's name, the distribution's
-// Corefile, the cluster domain, the controllers). HAIRPIN_DATAPLANES picks
-// which dataplanes a run covers ([cluster.Dataplanes]).
+// Corefile, the cluster domain, the node's search domains, the
+// controllers). HAIRPIN_DATAPLANES picks which dataplanes a run covers
+// ([cluster.Dataplanes]); a shape beyond the modes (cluster.Shapes: the
+// Cozystack tenant's Cilium, cozy-tenant) is covered with its mode
+// ([cluster.Covers]) and tells a story of its own.
 //
 // # Helpers every test package shares
 //

@@ -28,9 +28,12 @@ const ciliumPerPacketName = "cilium-per-packet"
 
 // ciliumDataplane is cilium-agent as kube-proxy replacement, with
 // cilium-cni attaching the Pods, configured by its chart's values:
-// Cozystack's files, then values.
+// Cozystack's files, then values. It is the cilium mode, or a shape of it
+// ([Shapes]) called name, or an opt-in mode of its own (name: see
+// [OptInDataplanes]).
 type ciliumDataplane struct {
-	name   string // "" for ciliumName
+	shape  *ciliumShape
+	name   string // an opt-in mode's; "" for the shape's
 	values CiliumValues
 }
 
@@ -38,9 +41,20 @@ type ciliumDataplane struct {
 // chart rendered with Cozystack's values files and then values
 // ([DefaultCiliumValues]: the deviation table's). What it does follows
 // from them ([ciliumDataplane.Capabilities]).
-func Cilium(values CiliumValues) Dataplane { return ciliumDataplane{values: maps.Clone(values)} }
+func Cilium(values CiliumValues) Dataplane {
+	return ciliumDataplane{shape: ciliumModeShape, values: maps.Clone(values)}
+}
 
 func (d ciliumDataplane) Name() string {
+	if d.name != "" {
+		return d.name
+	}
+	return d.shape.name
+}
+
+// Mode: every shape of Cilium is selected by the cilium mode; an opt-in
+// mode by its own name.
+func (d ciliumDataplane) Mode() string {
 	if d.name != "" {
 		return d.name
 	}
@@ -56,7 +70,7 @@ func (d ciliumDataplane) value(path string) string {
 		var err error
 		// The files are embedded, and an error reading them fails the
 		// render before any Capabilities matter.
-		if v, ok, err = cozystackValue(path); err != nil || !ok {
+		if v, ok, err = d.shape.cozystackValue(path); err != nil || !ok {
 			return ""
 		}
 	}
@@ -110,7 +124,7 @@ func (ciliumDataplane) crdDirs(c *Cluster) []string {
 func (ciliumDataplane) controllers() string { return KubeProxy("").controllers() + ",-daemonset" }
 
 func (d ciliumDataplane) start(t testing.TB, c *Cluster) error {
-	return c.startCilium(t, c.opts.Helm, d.values)
+	return c.startCilium(t, c.opts.Helm, d.shape, d.values)
 }
 
 func (ciliumDataplane) cni(c *Cluster) *node.CNI { return c.cilium.cni() }
@@ -212,7 +226,7 @@ func clang() (string, error) {
 // keeps its queue of deletions that an absent agent could not take.
 const machineRunCilium = "/run/cilium"
 
-func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumValues) error {
+func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, shape *ciliumShape, values CiliumValues) error {
 	cl := &cilium{assets: c.ciliumDir, started: time.Now()}
 	var err error
 	if cl.dir, err = os.MkdirTemp("", "cilium-"); err != nil {
@@ -226,7 +240,7 @@ func (c *Cluster) startCilium(t testing.TB, helm *harness.Helm, values CiliumVal
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	install, err := renderCiliumChart(ctx, helm, filepath.Join(cl.assets, "share", "chart"), values)
+	install, err := renderCiliumChart(ctx, helm, filepath.Join(cl.assets, "share", "chart"), shape, values)
 	if err != nil {
 		return err
 	}

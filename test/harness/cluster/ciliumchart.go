@@ -23,22 +23,25 @@ type ciliumInstall struct {
 	config    *corev1.ConfigMap
 	daemonSet *appsv1.DaemonSet
 	operator  *appsv1.Deployment
+	// shape is what it was rendered for, whose deviations change the
+	// records.
+	shape *ciliumShape
 }
 
 // renderCiliumChart renders Cilium's chart (from the module, see
-// build/tools.sh) with Cozystack's values files and then values, as
+// build/tools.sh) with the shape's Cozystack values files and then values, as
 // Cozystack's cilium package installs it into [CiliumNamespace], and
 // picks the cilium-config ConfigMap, the cilium DaemonSet and the
 // cilium-operator Deployment. Their images must be Cozystack's references:
 // they are records, and `kubectl hairpin check` reads Cilium's version from
 // them.
-func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, values CiliumValues) (*ciliumInstall, error) {
+func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, shape *ciliumShape, values CiliumValues) (*ciliumInstall, error) {
 	dir, err := os.MkdirTemp("", "cilium-values-")
 	if err != nil {
 		return nil, fmt.Errorf("cilium: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	files, err := writeValueFiles(dir, values)
+	files, err := shape.writeValueFiles(dir, values)
 	if err != nil {
 		return nil, err
 	}
@@ -54,6 +57,7 @@ func renderCiliumChart(ctx context.Context, helm *harness.Helm, chart string, va
 	if err != nil {
 		return nil, err
 	}
+	in.shape = shape
 	if img := in.daemonSet.Spec.Template.Spec.Containers[0].Image; img != CiliumImage {
 		return nil, fmt.Errorf("cilium: the chart's agent image is %q; want Cozystack's %q", img, CiliumImage)
 	}
@@ -100,8 +104,8 @@ func pickCiliumInstall(rendered string) (*ciliumInstall, error) {
 // records are the objects the harness creates: the rendering, with the
 // deviation table's changes to records.
 func (in *ciliumInstall) records() *ciliumInstall {
-	out := &ciliumInstall{config: in.config.DeepCopy(), daemonSet: in.daemonSet.DeepCopy(), operator: in.operator.DeepCopy()}
-	for _, d := range ciliumDeviations {
+	out := &ciliumInstall{config: in.config.DeepCopy(), daemonSet: in.daemonSet.DeepCopy(), operator: in.operator.DeepCopy(), shape: in.shape}
+	for _, d := range in.shape.deviations {
 		if d.record != nil {
 			d.record(out)
 		}

@@ -19,7 +19,7 @@ import (
 func defaultCiliumInstall(t *testing.T) *ciliumInstall {
 	t.Helper()
 	helm, chart := ciliumChart(t)
-	in, err := renderCiliumChart(t.Context(), helm, chart, DefaultCiliumValues())
+	in, err := renderCiliumChart(t.Context(), helm, chart, ciliumModeShape, DefaultCiliumValues())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,12 @@ func ciliumChart(t *testing.T) (*harness.Helm, string) {
 	return harness.RequireHelm(t), chart
 }
 
-// renders memoizes the chart's renderings by values, so that a check that
-// renders many variants renders each once.
+// renders memoizes the chart's renderings for a shape by values, so that
+// a check that renders many variants renders each once.
 type renders struct {
 	helm  *harness.Helm
 	chart string
+	shape *ciliumShape
 	done  map[string]*ciliumInstall
 }
 
@@ -41,7 +42,7 @@ func (r *renders) of(ctx context.Context, values CiliumValues) (*ciliumInstall, 
 	if in, ok := r.done[key]; ok {
 		return in, nil
 	}
-	in, err := renderCiliumChart(ctx, r.helm, r.chart, values)
+	in, err := renderCiliumChart(ctx, r.helm, r.chart, r.shape, values)
 	if err != nil {
 		return nil, err
 	}
@@ -128,13 +129,17 @@ func deviationErrors(ctx context.Context, r *renders, rows []ciliumDeviation, va
 
 func TestCiliumConfigIsCozystacksButForTheDeviations(t *testing.T) {
 	helm, chart := ciliumChart(t)
-	r := &renders{helm: helm, chart: chart, done: map[string]*ciliumInstall{}}
-	errs, err := deviationErrors(t.Context(), r, ciliumDeviations, DefaultCiliumValues())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range errs {
-		t.Error(e)
+	for _, s := range ciliumShapes {
+		t.Run(s.name, func(t *testing.T) {
+			r := &renders{helm: helm, chart: chart, shape: s, done: map[string]*ciliumInstall{}}
+			errs, err := deviationErrors(t.Context(), r, s.deviations, s.values())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range errs {
+				t.Error(e)
+			}
+		})
 	}
 }
 
@@ -143,7 +148,7 @@ func TestCiliumConfigIsCozystacksButForTheDeviations(t *testing.T) {
 // change, and on a row that changes nothing.
 func TestCiliumDeviationCheckFails(t *testing.T) {
 	helm, chart := ciliumChart(t)
-	r := &renders{helm: helm, chart: chart, done: map[string]*ciliumInstall{}}
+	r := &renders{helm: helm, chart: chart, shape: ciliumModeShape, done: map[string]*ciliumInstall{}}
 	hostOnly := ciliumDeviation{Path: "socketLB.hostNamespaceOnly", Cozystack: false, Ours: true, Value: true, Config: []string{"bpf-lb-sock-hostns-only"}}
 	for _, tc := range []struct {
 		name   string
@@ -195,22 +200,24 @@ func TestCiliumDeviationsStateCozystacksValues(t *testing.T) {
 	if err := yaml.Unmarshal(b, &defaults); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range ciliumDeviations {
-		if !d.Value {
-			continue
-		}
-		v, ok, err := cozystackValue(d.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			v, _ = lookup(defaults, d.Path)
-		}
-		if fmt.Sprint(v) != fmt.Sprint(d.Cozystack) {
-			t.Errorf("the deviation %s says Cozystack has %v; its files and the chart give %v", d.Path, d.Cozystack, v)
-		}
-		if fmt.Sprint(v) == fmt.Sprint(d.Ours) {
-			t.Errorf("the deviation %s has Cozystack's value %v as ours", d.Path, v)
+	for _, s := range ciliumShapes {
+		for _, d := range s.deviations {
+			if !d.Value {
+				continue
+			}
+			v, ok, err := s.cozystackValue(d.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				v, _ = lookup(defaults, d.Path)
+			}
+			if fmt.Sprint(v) != fmt.Sprint(d.Cozystack) {
+				t.Errorf("%s: the deviation %s says Cozystack has %v; its files and the chart give %v", s.name, d.Path, d.Cozystack, v)
+			}
+			if fmt.Sprint(v) == fmt.Sprint(d.Ours) {
+				t.Errorf("%s: the deviation %s has Cozystack's value %v as ours", s.name, d.Path, v)
+			}
 		}
 	}
 }
@@ -222,21 +229,27 @@ func TestCiliumCapabilitiesFollowTheRenderedConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		values CiliumValues
+		dp     Dataplane // default: Cilium(values)
 	}{
-		{"Default", DefaultCiliumValues()},
-		{"SocketLBInTheNodeOnly", with(DefaultCiliumValues(), "socketLB.hostNamespaceOnly", true)},
+		{"Default", DefaultCiliumValues(), nil},
+		{CozyTenant, cozyTenantShape.values(), cozyTenant()},
+		{"SocketLBInTheNodeOnly", with(DefaultCiliumValues(), "socketLB.hostNamespaceOnly", true), nil},
 		// Masquerading in native routing needs ipv4NativeRoutingCIDR; a
 		// tenant's Cilium tunnels.
-		{"Masquerade", with(with(DefaultCiliumValues(), "enableIPv4Masquerade", true), "routingMode", "tunnel")},
-		{"NoSocketLB", with(with(DefaultCiliumValues(), "kubeProxyReplacement", false), "socketLB.enabled", false)},
+		{"Masquerade", with(with(DefaultCiliumValues(), "enableIPv4Masquerade", true), "routingMode", "tunnel"), nil},
+		{"NoSocketLB", with(with(DefaultCiliumValues(), "kubeProxyReplacement", false), "socketLB.enabled", false), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := renderCiliumChart(t.Context(), helm, chart, tc.values)
+			if tc.dp == nil {
+				tc.dp = Cilium(tc.values)
+			}
+			d := tc.dp.(ciliumDataplane)
+			in, err := renderCiliumChart(t.Context(), helm, chart, d.shape, d.values)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg := in.config.Data
-			caps := Cilium(tc.values).Capabilities()
+			caps := tc.dp.Capabilities()
 			// An agent with kube-proxy replacement balances at the socket
 			// whatever bpf-lb-sock says (cilium pkg/kpr, v1.19.5).
 			sock := cfg["kube-proxy-replacement"] == "true" || cfg["bpf-lb-sock"] == "true"

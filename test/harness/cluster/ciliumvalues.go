@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -36,20 +35,22 @@ var cozystackCilium embed.FS
 // (packages/core/platform/sources/networking.yaml of cozystack/cozystack),
 // in its order. key is the top-level key the values sit under in the
 // file: Cozystack's umbrella chart hands `cilium:` to Cilium's subchart.
-var ciliumValueFiles = []struct{ name, key string }{
+var ciliumValueFiles = []valueFile{
 	{"released-chart.yaml", ""},
 	{"values.yaml", "cilium"},
 	{"values-talos.yaml", "cilium"},
 	{"values-kubeovn.yaml", "cilium"},
 }
 
-// cozystackValues are the values of [ciliumValueFiles], each file's
-// unwrapped from its key, in order; read once, and not to be changed.
-var cozystackValues = sync.OnceValues(readCozystackValues)
+// valueFile is one of Cozystack's values files in testdata, and the
+// top-level key its values sit under ("" for none).
+type valueFile struct{ name, key string }
 
-func readCozystackValues() ([]map[string]any, error) {
+// readValueFiles reads files, each file's values unwrapped from its key,
+// in order.
+func readValueFiles(files []valueFile) ([]map[string]any, error) {
 	var out []map[string]any
-	for _, f := range ciliumValueFiles {
+	for _, f := range files {
 		b, err := cozystackCilium.ReadFile(path.Join("testdata/cozystack/cilium", f.name))
 		if err != nil {
 			return nil, fmt.Errorf("cilium values: %w", err)
@@ -84,11 +85,11 @@ func lookup(m map[string]any, p string) (any, bool) {
 	return v, true
 }
 
-// cozystackValue is what Cozystack's files set at path p, the last file
-// that sets it winning as with helm's -f; false when none does (the
-// chart's default holds).
-func cozystackValue(p string) (any, bool, error) {
-	files, err := cozystackValues()
+// cozystackValue is what the shape's Cozystack files set at path p, the
+// last file that sets it winning as with helm's -f; false when none does
+// (the chart's default holds).
+func (s *ciliumShape) cozystackValue(p string) (any, bool, error) {
+	files, err := s.cozystackValues()
 	if err != nil {
 		return nil, false, err
 	}
@@ -119,10 +120,10 @@ func (v CiliumValues) nest() map[string]any {
 	return out
 }
 
-// writeValueFiles writes Cozystack's files, unwrapped, and then values
-// into dir, and returns them in helm's -f order.
-func writeValueFiles(dir string, values CiliumValues) ([]string, error) {
-	files, err := cozystackValues()
+// writeValueFiles writes the shape's Cozystack files, unwrapped, and then
+// values into dir, and returns them in helm's -f order.
+func (s *ciliumShape) writeValueFiles(dir string, values CiliumValues) ([]string, error) {
+	files, err := s.cozystackValues()
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/miekg/dns"
@@ -51,6 +52,10 @@ type Options struct {
 	// balancer's errors and, after a failure, the processes' output and
 	// the Pods' state. Default: stderr; [Start]: the test's log.
 	Output io.Writer
+	// HostSearch are the node's own search domains, in its resolv.conf:
+	// kubelet appends them to a Pod's cluster domains (a Cozystack
+	// tenant's node searches the platform's cozy.local).
+	HostSearch []string
 }
 
 // Cluster is a running single-node cluster with a real dataplane.
@@ -93,7 +98,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.topo, err = newTopology(c.opts.Name, c.Nodes[0].NodePlan); err != nil {
+	if c.topo, err = newTopology(c.opts.Name, c.Nodes[0].NodePlan, !c.Capabilities().MasqueradesPods); err != nil {
 		return err
 	}
 	c.NodeNS, c.Outside = c.topo.node, c.topo.outside
@@ -143,7 +148,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		CNI:            c.opts.Dataplane.cni(c),
 		ClusterDNS:     DNSIP,
 		ClusterDomain:  c.opts.ClusterDomain,
-		HostResolvConf: "nameserver " + PublicDNSIP.String() + "\n",
+		HostResolvConf: hostResolvConf(c.opts.HostSearch),
 		// The kubelet API, for `kubectl logs` and `kubectl run --rm -i`
 		// through the apiserver, as the docs run them.
 		KubeletPort: KubeletPort,
@@ -167,6 +172,16 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	t.Defer("load balancer", func() error { c.lb.close(); return nil })
 	return c.waitReady(ctx)
+}
+
+// hostResolvConf is the node's resolv.conf: the public DNS, and search
+// domains of its own.
+func hostResolvConf(search []string) string {
+	rc := "nameserver " + PublicDNSIP.String() + "\n"
+	if len(search) > 0 {
+		rc = "search " + strings.Join(search, " ") + "\n" + rc
+	}
+	return rc
 }
 
 // waitReady waits for what a new cluster has before its first Pod: a Ready

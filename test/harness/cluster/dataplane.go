@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +21,10 @@ type Dataplane interface {
 	// Name names the dataplane: a subtest's name, the default name of a
 	// cluster's namespaces.
 	Name() string
+	// Mode is the name of [AllDataplanes] that selects it in
+	// HAIRPIN_DATAPLANES: a mode's own, or for a shape ([Shapes]) the
+	// mode of its agent.
+	Mode() string
 	// Capabilities are the facts a test may ask of it.
 	Capabilities() Capabilities
 
@@ -146,9 +151,24 @@ func parseDataplanes(v string) (names []string, chosen bool, err error) {
 	return names, true, err
 }
 
+// Shapes are the dataplanes beyond the modes that [DataplaneNamed] knows,
+// each a cluster's shape of a mode's agent. HAIRPIN_DATAPLANES selects a
+// shape by its mode ([Covers]); the stories that run on every mode do not
+// run on the shapes, each of which has a story of its own.
+var Shapes = slices.Sorted(maps.Keys(shapes))
+
+// shapes make the dataplanes of [Shapes].
+var shapes = map[string]func() Dataplane{
+	CozyTenant: cozyTenant,
+}
+
+// Covers reports whether this run covers dp: HAIRPIN_DATAPLANES selects
+// its mode.
+func Covers(dp Dataplane) bool { return slices.Contains(Dataplanes, dp.Mode()) }
+
 // DataplaneNamed is the dataplane called name, with its defaults: a
-// kube-proxy mode, Cilium with [DefaultCiliumValues], or Cilium per packet
-// in the Pods.
+// kube-proxy mode, Cilium with [DefaultCiliumValues], Cilium per packet in
+// the Pods (opt-in), or a shape.
 func DataplaneNamed(name string) (Dataplane, error) {
 	if slices.Contains(KubeProxyModes, name) {
 		return KubeProxy(name), nil
@@ -159,7 +179,10 @@ func DataplaneNamed(name string) (Dataplane, error) {
 	case ciliumPerPacketName:
 		v := DefaultCiliumValues()
 		v["socketLB.hostNamespaceOnly"] = true
-		return ciliumDataplane{name: ciliumPerPacketName, values: v}, nil
+		return ciliumDataplane{shape: ciliumModeShape, name: ciliumPerPacketName, values: v}, nil
 	}
-	return nil, fmt.Errorf("cluster: no dataplane %q; want one of %v", name, AllDataplanes)
+	if shape, ok := shapes[name]; ok {
+		return shape(), nil
+	}
+	return nil, fmt.Errorf("cluster: no dataplane %q; want one of %v or %v", name, AllDataplanes, Shapes)
 }

@@ -17,7 +17,11 @@
 //     IPAM from Node.spec.podCIDR, NodePort and externalIPs, the host
 //     firewall, native routing with no masquerade), but for the one table
 //     of deviations (ciliumdeviations.go), with its CRDs applied and no
-//     kube-proxy. The agent runs in the node's network namespace and a
+//     kube-proxy; or a shape of it ([Shapes]): a Cozystack tenant's
+//     ([CozyTenant]: packages/system/cilium/values.yaml alone and the
+//     tenant's HelmRelease, Cilium the only CNI, tunnel routing,
+//     masquerade), with its own files and deviation rows (ciliumshape.go,
+//     cozytenant.go). The agent runs in the node's network namespace and a
 //     mount namespace of its own (its own bpffs, the node's child of the
 //     cgroup2 hierarchy as its cgroup root, a private /run, /proc/sys
 //     read-only but for the node's /proc/sys/net), and reads its settings

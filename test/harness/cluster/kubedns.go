@@ -20,24 +20,41 @@ type KubeDNSOptions struct {
 	Corefile string
 	// Replicas defaults to 2, as kubeadm deploys it.
 	Replicas int32
+	// ServiceAccount is the Pods' ServiceAccount, which system:coredns is
+	// bound to; default kubeadm's coredns (the coredns Helm chart, as
+	// Cozystack's tenant clusters run it, names it kube-dns).
+	ServiceAccount string
+	// CustomConfigMap names the ConfigMap that a Corefile's `import
+	// /etc/coredns/custom/*.override` reads: created with no data, as
+	// Cozystack's coredns package renders coredns-custom, and mounted
+	// optional at [CustomDir], so the import matches nothing until an
+	// operator writes a key. "" mounts none (kubeadm's).
+	CustomConfigMap string
 }
 
+// CustomDir is where kube-dns mounts [KubeDNSOptions.CustomConfigMap].
+const CustomDir = "/etc/coredns/custom"
+
 // InstallKubeDNS deploys CoreDNS the way kubeadm deploys it: the coredns
-// ServiceAccount with system:coredns RBAC, the coredns ConfigMap holding
+// ServiceAccount (opts.ServiceAccount) with system:coredns RBAC, the coredns ConfigMap holding
 // the Corefile, the coredns Deployment (dnsPolicy Default, the Corefile
 // mounted at /etc/coredns, probes on :8080/health and :8181/ready, the 170Mi
-// limit), and the kube-dns Service at DNSIP. It returns once the Deployment
-// is available.
+// limit), and the kube-dns Service at DNSIP; with opts.CustomConfigMap,
+// that ConfigMap mounted optional at [CustomDir]. It returns once the
+// Deployment is available.
 func (c *Cluster) InstallKubeDNS(ctx context.Context, opts KubeDNSOptions) error {
 	if opts.Replicas == 0 {
 		opts.Replicas = 2
+	}
+	if opts.ServiceAccount == "" {
+		opts.ServiceAccount = "coredns"
 	}
 	const ns = "kube-system"
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	cs := c.CP.Clientset
 	objects := []func() error{
 		func() error {
-			_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}}, metav1.CreateOptions{})
+			_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: opts.ServiceAccount, Namespace: ns}}, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
@@ -54,11 +71,18 @@ func (c *Cluster) InstallKubeDNS(ctx context.Context, opts KubeDNSOptions) error
 			_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
 				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:coredns"},
-				Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "coredns", Namespace: ns}},
+				Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: opts.ServiceAccount, Namespace: ns}},
 			}, metav1.CreateOptions{})
 			return err
 		},
 		func() error { return c.ApplyCorefile(ctx, opts.Corefile) },
+		func() error {
+			if opts.CustomConfigMap == "" {
+				return nil
+			}
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: opts.CustomConfigMap, Namespace: ns}}, metav1.CreateOptions{})
+			return err
+		},
 		func() error {
 			_, err := cs.AppsV1().Deployments(ns).Create(ctx, kubeDNSDeployment(opts, labels), metav1.CreateOptions{})
 			return err
@@ -103,9 +127,10 @@ func (c *Cluster) ApplyCorefile(ctx context.Context, text string) error {
 	return err
 }
 
-// kubeDNSDeployment is kubeadm's coredns Deployment with opts' image.
+// kubeDNSDeployment is kubeadm's coredns Deployment with opts' image,
+// ServiceAccount and custom ConfigMap.
 func kubeDNSDeployment(opts KubeDNSOptions, labels map[string]string) *appsv1.Deployment {
-	return &appsv1.Deployment{
+	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: "kube-system", Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(opts.Replicas),
@@ -115,7 +140,7 @@ func kubeDNSDeployment(opts KubeDNSOptions, labels map[string]string) *appsv1.De
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					ServiceAccountName: "coredns",
+					ServiceAccountName: opts.ServiceAccount,
 					DNSPolicy:          corev1.DNSDefault,
 					NodeSelector:       map[string]string{"kubernetes.io/os": "linux"},
 					Tolerations: []corev1.Toleration{
@@ -159,4 +184,13 @@ func kubeDNSDeployment(opts KubeDNSOptions, labels map[string]string) *appsv1.De
 			},
 		},
 	}
+	if opts.CustomConfigMap != "" {
+		spec := &d.Spec.Template.Spec
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "custom-config-volume", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: opts.CustomConfigMap}, Optional: ptr.To(true),
+		}}})
+		c := &spec.Containers[0]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "custom-config-volume", MountPath: CustomDir, ReadOnly: true})
+	}
+	return d
 }

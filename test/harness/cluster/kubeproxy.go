@@ -24,6 +24,8 @@ func KubeProxy(mode string) Dataplane { return kubeProxy{mode: mode} }
 
 func (k kubeProxy) Name() string { return k.mode }
 
+func (k kubeProxy) Mode() string { return k.mode }
+
 func (k kubeProxy) Capabilities() Capabilities {
 	// kube-proxy DNATs per packet everywhere, masquerades nothing a Pod
 	// sends out of the cluster (--cluster-cidr), and deletes the UDP

@@ -21,7 +21,10 @@ import (
 // hosts, pointing at their LoadBalancer IPs. The node's resolv.conf names
 // it, so the cluster's CoreDNS forwards to it. It is a CoreDNS (our binary,
 // with no kubernetes plugin and so no hairpin) serving a hosts file that it
-// re-reads every second.
+// re-reads every second, and a root zone of nothing but its SOA for every
+// other name: NXDOMAIN, as the world answers a name nobody has (a Pod's
+// search-path expansion, app.example.com.cozy.local), where the hosts
+// plugin alone answers SERVFAIL, on which dig's search stops.
 type publicDNS struct {
 	hostsPath string
 	proc      *harness.Process
@@ -38,7 +41,11 @@ func startPublicDNS(t testing.TB, c *Cluster, records map[string]netip.Addr) (*p
 	if err := p.write(); err != nil {
 		return nil, err
 	}
-	corefile := fmt.Sprintf(". {\n    bind %s\n    hosts %s {\n        reload 1s\n    }\n    errors\n}\n", PublicDNSIP, p.hostsPath)
+	rootZone := filepath.Join(c.dir, "public.root.zone")
+	if err := os.WriteFile(rootZone, []byte(publicRootZone), 0o644); err != nil {
+		return nil, fmt.Errorf("cluster: public DNS: %w", err)
+	}
+	corefile := fmt.Sprintf(". {\n    bind %s\n    hosts %s {\n        reload 1s\n        fallthrough\n    }\n    file %s .\n    errors\n}\n", PublicDNSIP, p.hostsPath, rootZone)
 	path := filepath.Join(c.dir, "public.Corefile")
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: public DNS: %w", err)
@@ -55,6 +62,11 @@ func startPublicDNS(t testing.TB, c *Cluster, records map[string]netip.Addr) (*p
 	}
 	return p, nil
 }
+
+// publicRootZone is the public DNS's root zone: its SOA, which an NXDOMAIN
+// carries, and nothing else.
+const publicRootZone = ". 60 IN SOA ns.public-dns. hostmaster.public-dns. 1 7200 3600 1209600 60\n" +
+	". 60 IN NS ns.public-dns.\n"
 
 // Set points name at ip in the public DNS (served within about a second).
 func (p *publicDNS) Set(name string, ip netip.Addr) error {

@@ -19,11 +19,13 @@ type topology struct {
 
 // newTopology creates the two namespaces: the node with n's address, forwarding
 // and a default route to outside; outside with the public and LoadBalancer
-// addresses on its loopback and a route back to the Pods. Their names carry
+// addresses on its loopback and, with routePods, a route back to the Pods
+// (none where the dataplane masquerades them: their traffic comes from
+// the node). Their names carry
 // name (the cluster's [Options.Name]), so that several clusters (the
 // dataplane tests' shared ones, one per mode) live side by side in one
 // process.
-func newTopology(name string, n NodePlan) (_ *topology, err error) {
+func newTopology(name string, n NodePlan, routePods bool) (_ *topology, err error) {
 	if _, err := netns.Sweep(); err != nil {
 		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
 	}
@@ -53,7 +55,12 @@ func newTopology(name string, n NodePlan) (_ *topology, err error) {
 		func() error { return tp.node.AddAddr(n.Dev, n.linkAddr()) },
 		func() error { return tp.outside.AddAddr(n.OutsideDev, netip.PrefixFrom(n.Gateway, NodeLink.Bits())) },
 		func() error { return tp.node.AddRoute("default", "via", n.Gateway.String()) },
-		func() error { return tp.outside.AddRoute(n.podRoute()...) },
+		func() error {
+			if !routePods {
+				return nil
+			}
+			return tp.outside.AddRoute(n.podRoute()...)
+		},
 		func() error { return tp.node.Sysctl("net.ipv4.ip_forward", "1") },
 		func() error { return tp.outside.Sysctl("net.ipv4.ip_forward", "1") },
 		func() error { return tp.outside.AddAddr("lo", netip.PrefixFrom(PublicDNSIP, 32)) },

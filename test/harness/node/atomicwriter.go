@@ -153,7 +153,9 @@ func updateUserLinks(dir string, payload map[string]file) error {
 		return fmt.Errorf("atomic writer: %w", err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "..") || top[e.Name()] {
+		// Only links are the writer's: a folder is a mount point that a
+		// container's runtime made for a volume mounted inside this one.
+		if strings.HasPrefix(e.Name(), "..") || top[e.Name()] || e.Type()&os.ModeSymlink == 0 {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {

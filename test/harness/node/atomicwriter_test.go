@@ -54,6 +54,30 @@ func TestAtomicWriterSwapsDataAndRemovesWhatIsGone(t *testing.T) {
 	}
 }
 
+// TestAtomicWriterKeepsAMountPoint: a folder in the volume is the mount
+// point of a volume mounted inside this one (kube-dns's
+// /etc/coredns/custom in /etc/coredns): a new payload removes the links it
+// no longer has, never that folder.
+func TestAtomicWriterKeepsAMountPoint(t *testing.T) {
+	dir := t.TempDir()
+	f := func(s string) file { return file{data: []byte(s), mode: 0o644, uid: -1, gid: -1} }
+	if _, err := writeAtomic(dir, map[string]file{"Corefile": f("1"), "old": f("2")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "custom"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeAtomic(dir, map[string]file{"Corefile": f("3")}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "custom")); err != nil || !fi.IsDir() {
+		t.Errorf("the mount point custom after a new payload: %v, %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "old")); !os.IsNotExist(err) {
+		t.Errorf("the link of old, which the payload no longer has: %v; want it gone", err)
+	}
+}
+
 func TestAtomicWriterRefusesPathsOutsideTheVolume(t *testing.T) {
 	for _, p := range []string{"../x", "a/../../x", "/etc/passwd", "..data", ""} {
 		if _, err := writeAtomic(t.TempDir(), map[string]file{p: {data: []byte("x"), mode: 0o644}}); err == nil {

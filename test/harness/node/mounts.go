@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/coredns-hairpin/hairpin/test/harness/node/internal/shim"
 )
 
@@ -43,10 +45,13 @@ func (p *pod) mounts(c *container, img *image, inst *instance, env *envList) ([]
 		termPath = "/dev/termination-log"
 	}
 	ms = append(ms, shim.Mount{Type: "bind", Source: inst.termPath, Target: termPath})
-	for _, vm := range c.spec.VolumeMounts {
+	for i, vm := range c.spec.VolumeMounts {
 		src := p.volumeDir(vm.Name)
 		if _, err := os.Stat(src); err != nil {
 			return nil, &configError{fmt.Sprintf("volumeMount %s: no volume %q", vm.MountPath, vm.Name)}
+		}
+		if err := p.mountPointIn(c.spec.VolumeMounts[:i], vm.MountPath); err != nil {
+			return nil, err
 		}
 		sub := vm.SubPath
 		if vm.SubPathExpr != "" {
@@ -66,6 +71,21 @@ func (p *pod) mounts(c *container, img *image, inst *instance, env *envList) ([]
 		ms = append(ms, shim.Mount{Type: "bind", Source: src, Target: vm.MountPath, ReadOnly: vm.ReadOnly})
 	}
 	return ms, nil
+}
+
+// mountPointIn creates the mount point of path in the volume of the last of
+// earlier whose mount holds it, as a runtime does: that mount may be
+// read-only in the container (kube-dns's /etc/coredns, which holds the
+// custom ConfigMap's /etc/coredns/custom), the volume's folder is not.
+func (p *pod) mountPointIn(earlier []corev1.VolumeMount, path string) error {
+	for _, vm := range slices.Backward(earlier) {
+		rel, err := filepath.Rel(vm.MountPath, path)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") || vm.SubPath != "" || vm.SubPathExpr != "" {
+			continue
+		}
+		return os.MkdirAll(filepath.Join(p.volumeDir(vm.Name), rel), 0o755)
+	}
+	return nil
 }
 
 // hostMounts shows the host's system directories in a Host image's root:
