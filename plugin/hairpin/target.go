@@ -4,7 +4,6 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
@@ -25,9 +24,6 @@ type target struct {
 	// which needs a ready endpoint before the target stops Waiting;
 	// guarded by hostCache.mu.
 	ports []string
-	// readyAt is when the Service last came to have a ready endpoint for
-	// each port while the target waits; guarded by hostCache.mu.
-	readyAt time.Time
 }
 
 // Rules implements rules.Candidate.

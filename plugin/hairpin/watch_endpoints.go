@@ -92,45 +92,17 @@ func (hc *hostCache) waitsForEndpointsLocked() bool {
 	return hc.sliceKind != nil && (!hc.open.Load() || hc.sliceKind.synced.Load())
 }
 
-// dataplaneLag is how long a target waits after its Service first has a
-// ready endpoint for each port: the node's dataplane learns of the endpoint
-// from the same watch, and kube-proxy syncs its rules at most once per
-// minSyncPeriod, 1 s by default for iptables and nftables (k8s.io/kubernetes
-// v1.37.2, pkg/proxy/apis/config/v1alpha1/defaults.go); until it has, the
-// ClusterIP refuses connections.
-var dataplaneLag = 2 * time.Second
-
 // endReadyWaitLocked ends t's wait, and recomputes the selection, once its
-// Service has had a ready endpoint for each of its ports for dataplaneLag,
-// or at once while the cache has not served yet (a CoreDNS that starts).
+// Service has a ready endpoint for each of its ports: served within
+// milliseconds of that watch event, as every change is. The node's
+// dataplane learns of the endpoint from the same event; the hosts that
+// move keep their old answer's TTL in clients' caches meanwhile.
 func (hc *hostCache) endReadyWaitLocked(t *target) {
-	if !t.Waiting {
-		return
-	}
-	if !hc.readyForEachPortLocked(t) {
-		t.readyAt = time.Time{}
-		return
-	}
-	// Ready in the first lists: the dataplane has had it for long.
-	if !hc.open.Load() {
-		t.readyAt = time.Now().Add(-dataplaneLag)
-	}
-	if t.readyAt.IsZero() {
-		t.readyAt = time.Now()
-		time.AfterFunc(dataplaneLag, func() {
-			hc.mu.Lock()
-			defer hc.mu.Unlock()
-			if hc.targets[t.Name] == t {
-				hc.endReadyWaitLocked(t)
-			}
-		})
-		return
-	}
-	if time.Since(t.readyAt) < dataplaneLag {
+	if !t.Waiting || !hc.readyForEachPortLocked(t) {
 		return
 	}
 	t.Waiting = false
-	log.Infof("target %s has had a ready endpoint for each port for %s; it takes its hosts", t.Name, dataplaneLag)
+	log.Infof("target %s has a ready endpoint for each port; it takes its hosts", t.Name)
 	hc.targetsChangedLocked()
 }
 

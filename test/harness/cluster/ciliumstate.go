@@ -148,14 +148,23 @@ func (c *Cluster) AttachedBPFPrograms() ([]string, error) {
 }
 
 // NodeCgroupPrograms returns the BPF programs attached to the node's
-// cgroup.
+// cgroup: none where the dataplane has no socket programs, and the node
+// no cgroup.
 func (c *Cluster) NodeCgroupPrograms() ([]hoststate.Attachment, error) {
+	if c.topo.cgroup == nil {
+		return nil, nil
+	}
 	return hoststate.CgroupPrograms(c.topo.cgroup.Path())
 }
 
 // NodeCgroup is the node's cgroup as /proc/PID/cgroup names it for a
-// process in it ("/hpt<PID>-node-NAME").
-func (c *Cluster) NodeCgroup() string { return "/" + c.topo.cgroup.Name }
+// process in it ("/hpt<PID>-node-NAME"); "" when the node has none.
+func (c *Cluster) NodeCgroup() string {
+	if c.topo.cgroup == nil {
+		return ""
+	}
+	return "/" + c.topo.cgroup.Name
+}
 
 // CiliumPolicyEnforcement returns what cilium-agent enforces on the
 // endpoint of Pod namespace/name (its API's GET /v1/endpoint, the realized

@@ -98,7 +98,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if c.topo, err = newTopology(c.opts.Name, c.Nodes[0].NodePlan, !c.Capabilities().MasqueradesPods); err != nil {
+	if c.topo, err = newTopology(c.opts.Name, c.Nodes[0].NodePlan, c.Capabilities()); err != nil {
 		return err
 	}
 	c.NodeNS, c.Outside = c.topo.node, c.topo.outside

@@ -51,7 +51,7 @@ func TestKubeProxyProgramsOnlyTheNode(t *testing.T) {
 			}
 			n := c.Nodes[0]
 			var err error
-			if c.topo, err = newTopology(mode, n.NodePlan, true); err != nil {
+			if c.topo, err = newTopology(mode, n.NodePlan, KubeProxy(mode).Capabilities()); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() {

@@ -10,8 +10,9 @@ import (
 )
 
 // topology is the node and outside namespaces and the link between them,
-// and the node's cgroup: every process of the node's namespace, its Pods'
-// included, starts in it, and no other.
+// and, for a dataplane with socket programs, the node's cgroup: every
+// process of the node's namespace, its Pods' included, starts in it, and
+// no other.
 type topology struct {
 	node, outside *netns.NS
 	cgroup        *cgroup2.Group
@@ -25,12 +26,18 @@ type topology struct {
 // name (the cluster's [Options.Name]), so that several clusters (the
 // dataplane tests' shared ones, one per mode) live side by side in one
 // process.
-func newTopology(name string, n NodePlan, routePods bool) (_ *topology, err error) {
+func newTopology(name string, n NodePlan, caps Capabilities) (_ *topology, err error) {
+	routePods := !caps.MasqueradesPods
+	// Only socket programs need the node's cgroup; a user namespace (the
+	// demo's) cannot mount the cgroup2 hierarchy.
+	withCgroup := caps.SocketLBInNode || caps.SocketLBInPods
 	if _, err := netns.Sweep(); err != nil {
 		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
 	}
-	if _, err := cgroup2.Sweep(); err != nil {
-		return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
+	if withCgroup {
+		if _, err := cgroup2.Sweep(); err != nil {
+			return nil, fmt.Errorf("cluster: sweep what an earlier run left: %w", err)
+		}
 	}
 	tp := &topology{}
 	defer func() {
@@ -38,13 +45,15 @@ func newTopology(name string, n NodePlan, routePods bool) (_ *topology, err erro
 			err = errors.Join(err, tp.close())
 		}
 	}()
-	if tp.cgroup, err = cgroup2.New("node-" + name); err != nil {
-		return nil, err
-	}
 	if tp.node, err = netns.New("node-" + name); err != nil {
 		return nil, err
 	}
-	tp.node.Cgroup = tp.cgroup
+	if withCgroup {
+		if tp.cgroup, err = cgroup2.New("node-" + name); err != nil {
+			return nil, err
+		}
+		tp.node.Cgroup = tp.cgroup
+	}
 	if tp.outside, err = netns.New("outside-" + name); err != nil {
 		return nil, err
 	}
