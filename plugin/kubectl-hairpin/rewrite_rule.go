@@ -9,7 +9,7 @@ import (
 )
 
 // The grammar of a CoreDNS rewrite rule, as CoreDNS v1.15.0 reads it
-// (github.com/coredns/coredns@v1.15.0, plugin/rewrite/setup.go rewriteParse,
+// (coredns/coredns v1.15.0: coredns/coredns plugin/rewrite/setup.go rewriteParse,
 // rewrite.go newRule, name.go newNameRule and parseAnswerRules):
 //
 //	rewrite [continue|stop] name [exact|prefix|suffix|substring] FROM TO [answer ...]
@@ -163,7 +163,7 @@ func checkAnswers(args []string) error {
 	return nil
 }
 
-// normalizeName is plugin.Name.Normalize of CoreDNS (plugin/normalize.go):
+// normalizeName is plugin.Name.Normalize of coredns/coredns plugin/normalize.go:
 // lowercase, with a closing dot. CoreDNS applies it to prefix and
 // substring too, so `prefix app` matches "app." at the start of a name.
 func normalizeName(s string) string {

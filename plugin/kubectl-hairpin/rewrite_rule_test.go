@@ -8,8 +8,9 @@ import (
 
 // TestRewriteCoversHosts: each form of CoreDNS's name rewrite, as its
 // arguments are written after "rewrite", matched against exact and
-// wildcard hosts as CoreDNS v1.15.0 matches query names (plugin/rewrite,
-// name.go): lowercase FQDNs, FROM normalised except for regex.
+// wildcard hosts as CoreDNS v1.15.0 matches query names
+// (coredns/coredns plugin/rewrite/name.go): lowercase FQDNs, FROM
+// normalised except for regex.
 func TestRewriteCoversHosts(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
