@@ -21,14 +21,7 @@ import (
 func discoveryCache(t *testing.T, objs ...runtime.Object) (*hostCache, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	return discoveryCacheOf(t, client, 5*time.Second), client
-}
-
-// discoveryCacheOf starts a target-discovery cache over client and waits
-// until it serves.
-func discoveryCacheOf(t *testing.T, client *fake.Clientset, startupTimeout time.Duration) *hostCache {
-	t.Helper()
-	s := settings{zones: []string{"."}, targetsNamespace: defaultTargetsNamespace, labels: labels.Everything(), startupTimeout: startupTimeout}
+	s := settings{zones: []string{"."}, targetsNamespace: defaultTargetsNamespace, labels: labels.Everything(), startupTimeout: 5 * time.Second}
 	hc := newHostCache(&clients{kube: client, gateway: gwfake.NewSimpleClientset(), discovery: &fakeDiscovery{served: map[string][]string{}}}, s)
 	if err := hc.start(); err != nil {
 		t.Fatal(err)
@@ -37,7 +30,7 @@ func discoveryCacheOf(t *testing.T, client *fake.Clientset, startupTimeout time.
 	if !hc.waitOpen(5 * time.Second) {
 		t.Fatal("cache did not open")
 	}
-	return hc
+	return hc, client
 }
 
 // wantTarget waits until qname is answered with ip ("" for not answered).
