@@ -1,0 +1,289 @@
+package dataplane_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/coredns-hairpin/hairpin/test/dataplane"
+	"github.com/coredns-hairpin/hairpin/test/harness"
+	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
+	"github.com/coredns-hairpin/hairpin/test/harness/steady"
+)
+
+// TestMigrateFromOuroboros runs docs/migrate.md's migration off
+// ouroboros, and the way back, on a cluster of the shape the page
+// describes, with ouroboros v0.8.1 as it leaves a working cluster (its
+// stand-ins: dataplane.Ouroboros, dataplane.OuroborosController,
+// dataplane.CozyOperator). A steady client asks for and requests the root
+// tenant's host the whole time; each step prints `lifecycle: STEP
+// requests=N failed=M ...` and fails the test on any failure, DNS or
+// HTTP. The check's hosts-shadowed finding is there once hairpin is
+// installed behind ouroboros's rewrite and gone at the end.
+//
+// Only the root tenant's host is counted: ouroboros sends every host to
+// its one proxy, in front of the root tenant's controller (Cozystack's
+// proxy.target), so a tenant's host never worked through it.
+func TestMigrateFromOuroboros(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: a whole cluster")
+	}
+	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
+		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
+	}
+	t.Run("cozystack-management", migrateManagement)
+}
+
+// migration is one run of the migration on a cluster, its steps counted
+// as the lifecycle test counts its operations.
+type migration struct {
+	*lifecycleRun
+	o    *dataplane.Ouroboros
+	ctl  *dataplane.OuroborosController
+	host string
+	dc   dynamic.Interface
+	// proxy is ouroboros's proxy Service's ClusterIP, target ours.
+	proxy, target string
+}
+
+func migrateManagement(t *testing.T) {
+	start := time.Now()
+	e := startCozystack(t, dataplane.CozystackCRDs(t))
+	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
+	defer cancel()
+	root := cozyControllers[0]
+	m := &migration{
+		lifecycleRun: &lifecycleRun{t: t, mode: "cozystack-management", e: e, ctx: ctx, hosts: []string{root.Hosts[0]}},
+		host:         root.Hosts[0],
+		o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
+			ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
+	}
+	var err error
+	m.dc, err = dynamic.NewForConfig(e.CP.Config)
+	m.must(err, "dynamic client")
+	m.ctl, err = e.RunOuroboros(t, m.o)
+	m.must(err, "ouroboros's stand-ins")
+
+	// The starting state: the platform with the PROXY protocol on, which
+	// installs ouroboros, whose controller writes its block and whose
+	// proxy serves the root tenant's host.
+	_, err = m.dc.Resource(dataplane.PackageResource).Create(ctx, dataplane.PlatformPackageObject(), metav1.CreateOptions{})
+	m.must(err, "the platform's Package")
+	m.proxy = m.ouroborosServes()
+	t.Logf("ouroboros serves %s through %s, %s after the start", m.host, m.proxy, time.Since(start).Round(time.Millisecond))
+
+	m.client, err = e.StartSteady(m.host)
+	m.must(err, "steady client")
+	m.keepAlive, err = e.StartKeepAlive(m.host)
+	m.must(err, "keep-alive client")
+	defer m.stopAndReport(start)
+
+	m.installHairpin(root)
+	m.stopController(`{"spec":{"components":{"ouroboros":{"values":{"ouroboros":{"controller":{"enabled":false}}}}}}}`)
+	removed := m.takeLinesOut()
+	m.waitReloaded(removed)
+	m.removeOuroborosPackage()
+	m.back()
+}
+
+// ouroborosServes waits until ouroboros's proxy is rolled out and every
+// kube-dns replica answers the host with its ClusterIP, through which a
+// request reaches the controller, and returns that address.
+func (m *migration) ouroborosServes() string {
+	ctx, cancel := context.WithTimeout(m.ctx, 4*time.Minute)
+	defer cancel()
+	var svcIP netip.Addr
+	m.must(harness.Poll(ctx, func(ctx context.Context) error {
+		svc, err := m.e.CP.Clientset.CoreV1().Services(m.o.Namespace).Get(ctx, m.o.ProxyName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		svcIP, err = netip.ParseAddr(svc.Spec.ClusterIP)
+		return err
+	}), "ouroboros's proxy Service")
+	m.must(m.e.WaitDeployment(ctx, m.o.Namespace, m.o.ProxyName()), "ouroboros's proxy rollout")
+	m.must(m.e.WaitResolves(ctx, m.host, svcIP), "every replica answers with ouroboros's proxy")
+	_, err := m.e.WaitCurl(ctx, "http://"+m.host+"/")
+	m.must(err, "a request through ouroboros's proxy")
+	return svcIP.String()
+}
+
+// servedBy judges DNS answers (one of addrs) and HTTP (any failure fails).
+func servedBy(addrs ...string) steady.Judge {
+	return func(res steady.Result) (bool, bool) {
+		if res.Kind != steady.KindDNS {
+			return true, res.Fail != ""
+		}
+		for _, a := range addrs {
+			if steady.Answered(res, a) {
+				return true, false
+			}
+		}
+		return true, true
+	}
+}
+
+// installHairpin: step 1, the chart with Cozystack's example. It is
+// inert behind the rewrite: every answer stays ouroboros's. The check
+// names the host as shadowed.
+func (m *migration) installHairpin(root cluster.IngressController) {
+	m.begin("install-hairpin", servedBy(m.proxy))
+	values, err := os.ReadFile(filepath.Join(m.e.Chart, "examples", "cozystack-management.yaml"))
+	m.must(err, "the example's values")
+	out, err := m.e.InstallValues(m.ctx, m.t, string(values))
+	m.must(err, "helm install: "+out)
+	ip, err := m.e.TargetIP(m.ctx, root)
+	m.must(err, "the root tenant's target")
+	m.target = ip.String()
+	m.checkShadowed(true)
+	time.Sleep(settle)
+}
+
+// checkShadowed runs `kubectl hairpin check` and wants its hosts-shadowed
+// finding for the host (want) or none.
+func (m *migration) checkShadowed(want bool) {
+	m.t.Helper()
+	ctx, cancel := context.WithTimeout(m.ctx, 2*time.Minute)
+	defer cancel()
+	var report *dataplane.CheckReport
+	err := harness.PollEvery(ctx, 5*time.Second, func(ctx context.Context) error {
+		var err error
+		if report, err = m.e.Check(ctx); err != nil {
+			return err
+		}
+		if got := dataplane.Mentions(report.Warned("hosts-shadowed"), m.host); got != want {
+			return fmt.Errorf("hosts-shadowed names %s: %v, want %v", m.host, got, want)
+		}
+		return nil
+	})
+	if report != nil {
+		m.t.Logf("kubectl hairpin check (exit %d):\n%s", report.Exit, report.Table)
+	}
+	m.must(err, "kubectl hairpin check")
+}
+
+// stopController: step 2, controller.enabled: false in the ouroboros
+// Package's values (patch). The chart then renders no controller; its
+// proxy stays, and so do its lines.
+func (m *migration) stopController(patch string) {
+	m.begin("stop-controller", servedBy(m.proxy))
+	_, err := m.dc.Resource(dataplane.PackageResource).Patch(m.ctx, dataplane.OuroborosPackage, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	m.must(err, "patch the ouroboros Package")
+	m.must(harness.Poll(m.ctx, func(ctx context.Context) error {
+		if running, err := m.ctl.Running(ctx); err != nil || running {
+			return fmt.Errorf("ouroboros's controller still runs (%v)", err)
+		}
+		return nil
+	}), "the controller's end")
+	_, err = m.e.CP.Clientset.AppsV1().Deployments(m.o.Namespace).Get(m.ctx, m.o.ProxyName(), metav1.GetOptions{})
+	m.must(err, "ouroboros's proxy after controller.enabled: false")
+	time.Sleep(settle)
+}
+
+// takeLinesOut: step 3, the marked block stripped (or the key removed).
+// Replica by replica, as each reloads, the answer becomes our target's.
+func (m *migration) takeLinesOut() time.Time {
+	m.begin("take-lines-out", servedBy(m.proxy, m.target))
+	m.must(m.o.RemoveLines(m.ctx, m.e.CP.Clientset), "take ouroboros's lines out")
+	return time.Now()
+}
+
+// waitReloaded: step 4, until every kube-dns replica answers the host
+// with our target's address: each has loaded a configuration without the
+// rewrite. The lines stay out past the controller's resync: a controller
+// still running would have written them back by then.
+func (m *migration) waitReloaded(removed time.Time) {
+	m.begin("wait-reloaded", servedBy(m.proxy, m.target))
+	ctx, cancel := context.WithTimeout(m.ctx, 3*time.Minute)
+	defer cancel()
+	m.must(m.e.WaitResolves(ctx, m.host, netip.MustParseAddr(m.target)), "every replica answers with our target")
+	m.t.Logf("wait-reloaded: every replica answered with our target %s after the lines were taken out", time.Since(removed).Round(time.Millisecond))
+	m.must(m.o.LinesStayOut(ctx, m.e.CP.Clientset, removed, dataplane.OuroborosResync), "the lines stay out")
+	m.must(m.e.WaitResolves(ctx, m.host, netip.MustParseAddr(m.target)), "every replica answers with our target")
+}
+
+// removeOuroborosPackage: step 5 on the management cluster. The platform
+// stops emitting the Package (bundles.disabledPackages), which is kept
+// until deleted; deleting it uninstalls ouroboros. Nothing is shadowed
+// any more.
+func (m *migration) removeOuroborosPackage() {
+	m.begin("remove-ouroboros", servedBy(m.target))
+	pkgs := m.dc.Resource(dataplane.PackageResource)
+	disable := `{"spec":{"components":{"platform":{"values":{"bundles":{"disabledPackages":["cozystack.ouroboros"]}}}}}}`
+	_, err := pkgs.Patch(m.ctx, dataplane.PlatformPackage, types.MergePatchType, []byte(disable), metav1.PatchOptions{})
+	m.must(err, "bundles.disabledPackages")
+	m.must(pkgs.Delete(m.ctx, dataplane.OuroborosPackage, metav1.DeleteOptions{}), "kubectl delete package")
+	m.waitOuroborosGone()
+	m.checkShadowed(false)
+	time.Sleep(settle)
+}
+
+// waitOuroborosGone waits until ouroboros's proxy Service and Deployments
+// are gone.
+func (m *migration) waitOuroborosGone() {
+	cs := m.e.CP.Clientset
+	m.must(harness.Poll(m.ctx, func(ctx context.Context) error {
+		if _, err := cs.CoreV1().Services(m.o.Namespace).Get(ctx, m.o.ProxyName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ouroboros's proxy Service is still there (%v)", err)
+		}
+		deps, err := cs.AppsV1().Deployments(m.o.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(deps.Items) > 0 {
+			return fmt.Errorf("ouroboros's Deployments: %d (%v)", len(deps.Items), err)
+		}
+		return nil
+	}), "ouroboros's uninstall")
+}
+
+// back is the way back to ouroboros: the platform emits its Package
+// again, which installs it with its controller; its proxy is ready before
+// any replica loads the controller's lines (a reload takes at least the
+// reload plugin's 15 s), so the answers move to it with nothing lost.
+// Then hairpin is uninstalled behind the rewrite.
+func (m *migration) back() {
+	op := m.begin("back-to-ouroboros", nil)
+	enable := `{"spec":{"components":{"platform":{"values":{"bundles":{"disabledPackages":null}}}}}}`
+	_, err := m.dc.Resource(dataplane.PackageResource).Patch(m.ctx, dataplane.PlatformPackage, types.MergePatchType, []byte(enable), metav1.PatchOptions{})
+	m.must(err, "take cozystack.ouroboros out of bundles.disabledPackages")
+	proxy := m.ouroborosServes()
+	op.judge = servedBy(m.target, proxy)
+	m.t.Logf("back-to-ouroboros: every replica answered with ouroboros's proxy %s %s after the step began", proxy, time.Since(op.from).Round(time.Millisecond))
+	m.proxy = proxy
+	time.Sleep(settle)
+
+	m.begin("back-uninstall-hairpin", servedBy(m.proxy))
+	out, err := m.e.Uninstall(m.ctx)
+	m.must(err, "helm uninstall: "+out)
+	m.must(m.e.WaitNothingLeft(m.ctx), "uninstall")
+	time.Sleep(settle)
+}
+
+// stopAndReport stops both clients and prints each step's lines.
+func (m *migration) stopAndReport(start time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	end := time.Now()
+	results, err := m.client.Stop(ctx)
+	if err != nil {
+		m.t.Error(err)
+	}
+	kept, err := m.keepAlive.Stop(ctx)
+	if err != nil {
+		m.t.Error(err)
+	}
+	m.report("", results, end)
+	m.report(" keepalive", kept, end)
+	m.reportMissed()
+	m.t.Logf("lifecycle: %s took %s; ouroboros's controller reconciled %d times, %d of them writing its lines", m.mode,
+		time.Since(start).Round(time.Second), m.ctl.Reconciles(), m.ctl.Rewrites())
+}
