@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
@@ -25,7 +25,11 @@ import (
 // ouroboros, and the way back, on a cluster of the shape the page
 // describes, with ouroboros v0.8.1 as it leaves a working cluster (its
 // stand-ins: dataplane.Ouroboros, dataplane.OuroborosController,
-// dataplane.CozyOperator). A steady client asks for and requests the root
+// dataplane.CozyOperator). Each step runs the page's blocks marked
+// `<!-- docs-test: on SHAPE STEP -->`, as the docs test runs a block
+// (what the page says a command prints included), and the page's steps
+// must be the test's, in its order; the test then checks the step's
+// outcome itself. A steady client asks for and requests the root
 // tenant's host the whole time; each step prints `lifecycle: STEP
 // requests=N failed=M ...` and fails the test on any failure, DNS or
 // HTTP. The check's hosts-shadowed finding is there once hairpin is
@@ -44,6 +48,14 @@ func TestMigrateFromOuroboros(t *testing.T) {
 	t.Run("cozystack-management", migrateManagement)
 }
 
+// migratePage is the page whose blocks the test runs.
+const migratePage = "docs/migrate.md"
+
+// managementSteps are the steps of the migration on the management
+// cluster and of the way back, in the order the page must have them.
+var managementSteps = []string{"install-hairpin", "stop-controller", "take-lines-out", "wait-reloaded", "remove-ouroboros",
+	"back-to-ouroboros", "uninstall-hairpin"}
+
 // migration is one run of the migration on a cluster, its steps counted
 // as the lifecycle test counts its operations.
 type migration struct {
@@ -54,6 +66,44 @@ type migration struct {
 	dc   dynamic.Interface
 	// proxy is ouroboros's proxy Service's ClusterIP, target ours.
 	proxy, target string
+	// docs runs the page's blocks of each step.
+	docs  *dataplane.DocsRun
+	steps map[string][]harness.CodeBlock
+}
+
+// pageSteps returns the page's blocks marked to run on shape, by step,
+// and fails the test unless its steps are want, in that order.
+func pageSteps(t *testing.T, shape string, want []string) map[string][]harness.CodeBlock {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(harness.RepoDir(t), migratePage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := map[string][]harness.CodeBlock{}
+	var order []string
+	for _, b := range harness.CodeBlocks(string(text)) {
+		how, rest, _ := strings.Cut(b.Marker, " ")
+		s, step, _ := strings.Cut(rest, " ")
+		if how != "on" || s != shape {
+			continue
+		}
+		if len(order) == 0 || order[len(order)-1] != step {
+			order = append(order, step)
+		}
+		steps[step] = append(steps[step], b)
+	}
+	if !slices.Equal(order, want) {
+		t.Fatalf("%s's steps on %s are %v; the test runs %v", migratePage, shape, order, want)
+	}
+	return steps
+}
+
+// runStep runs the page's blocks of step.
+func (m *migration) runStep(step string) {
+	m.t.Helper()
+	for _, b := range m.steps[step] {
+		m.must(m.docs.RunBlock(m.ctx, migratePage, b, false, m.t.Logf), step)
+	}
 }
 
 func migrateManagement(t *testing.T) {
@@ -66,6 +116,7 @@ func migrateManagement(t *testing.T) {
 	m := &migration{
 		lifecycleRun: &lifecycleRun{t: t, mode: "cozystack-management", e: e, ctx: ctx, hosts: []string{root.Hosts[0]}},
 		host:         root.Hosts[0],
+		steps:        pageSteps(t, "cozystack-management", managementSteps),
 		o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
 			ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
 	}
@@ -74,6 +125,8 @@ func migrateManagement(t *testing.T) {
 	m.must(err, "dynamic client")
 	m.ctl, err = e.RunOuroboros(t, m.o)
 	m.must(err, "ouroboros's stand-ins")
+	m.docs, err = e.NewDocsRun(ctx, t)
+	m.must(err, "the docs' commands")
 
 	// The starting state: the platform with the PROXY protocol on, which
 	// installs ouroboros, whose controller writes its block and whose
@@ -90,11 +143,12 @@ func migrateManagement(t *testing.T) {
 	defer m.stopAndReport(start)
 
 	m.installHairpin(root)
-	m.stopController(`{"spec":{"components":{"ouroboros":{"values":{"ouroboros":{"controller":{"enabled":false}}}}}}}`)
+	m.stopController()
 	removed := m.takeLinesOut()
 	m.waitReloaded(removed)
-	m.removeOuroborosPackage()
+	m.removeOuroboros()
 	m.back()
+	m.uninstallHairpin()
 }
 
 // ouroborosServes waits until ouroboros's proxy is rolled out and every
@@ -139,10 +193,7 @@ func servedBy(addrs ...string) steady.Judge {
 // names the host as shadowed.
 func (m *migration) installHairpin(root cluster.IngressController) {
 	m.begin("install-hairpin", servedBy(m.proxy))
-	values, err := os.ReadFile(filepath.Join(m.e.Chart, "examples", "cozystack-management.yaml"))
-	m.must(err, "the example's values")
-	out, err := m.e.InstallValues(m.ctx, m.t, string(values))
-	m.must(err, "helm install: "+out)
+	m.runStep("install-hairpin")
 	ip, err := m.e.TargetIP(m.ctx, root)
 	m.must(err, "the root tenant's target")
 	m.target = ip.String()
@@ -174,19 +225,18 @@ func (m *migration) checkShadowed(want bool) {
 }
 
 // stopController: step 2, controller.enabled: false in the ouroboros
-// Package's values (patch). The chart then renders no controller; its
-// proxy stays, and so do its lines.
-func (m *migration) stopController(patch string) {
+// Package's values. The chart then renders no controller; its proxy
+// stays, and so do its lines.
+func (m *migration) stopController() {
 	m.begin("stop-controller", servedBy(m.proxy))
-	_, err := m.dc.Resource(dataplane.PackageResource).Patch(m.ctx, dataplane.OuroborosPackage, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	m.must(err, "patch the ouroboros Package")
+	m.runStep("stop-controller")
 	m.must(harness.Poll(m.ctx, func(ctx context.Context) error {
 		if running, err := m.ctl.Running(ctx); err != nil || running {
 			return fmt.Errorf("ouroboros's controller still runs (%v)", err)
 		}
 		return nil
 	}), "the controller's end")
-	_, err = m.e.CP.Clientset.AppsV1().Deployments(m.o.Namespace).Get(m.ctx, m.o.ProxyName(), metav1.GetOptions{})
+	_, err := m.e.CP.Clientset.AppsV1().Deployments(m.o.Namespace).Get(m.ctx, m.o.ProxyName(), metav1.GetOptions{})
 	m.must(err, "ouroboros's proxy after controller.enabled: false")
 	time.Sleep(settle)
 }
@@ -195,8 +245,14 @@ func (m *migration) stopController(patch string) {
 // Replica by replica, as each reloads, the answer becomes our target's.
 func (m *migration) takeLinesOut() time.Time {
 	m.begin("take-lines-out", servedBy(m.proxy, m.target))
-	m.must(m.o.RemoveLines(m.ctx, m.e.CP.Clientset), "take ouroboros's lines out")
-	return time.Now()
+	m.runStep("take-lines-out")
+	removed := time.Now()
+	has, err := m.o.HasLines(m.ctx, m.e.CP.Clientset)
+	m.must(err, "ouroboros's lines")
+	if has {
+		m.t.Fatalf("ouroboros's lines are still in kube-system/coredns after the page's step")
+	}
+	return removed
 }
 
 // waitReloaded: step 4, until every kube-dns replica answers the host
@@ -205,6 +261,7 @@ func (m *migration) takeLinesOut() time.Time {
 // still running would have written them back by then.
 func (m *migration) waitReloaded(removed time.Time) {
 	m.begin("wait-reloaded", servedBy(m.proxy, m.target))
+	m.runStep("wait-reloaded")
 	ctx, cancel := context.WithTimeout(m.ctx, 3*time.Minute)
 	defer cancel()
 	m.must(m.e.WaitResolves(ctx, m.host, netip.MustParseAddr(m.target)), "every replica answers with our target")
@@ -213,18 +270,17 @@ func (m *migration) waitReloaded(removed time.Time) {
 	m.must(m.e.WaitResolves(ctx, m.host, netip.MustParseAddr(m.target)), "every replica answers with our target")
 }
 
-// removeOuroborosPackage: step 5 on the management cluster. The platform
-// stops emitting the Package (bundles.disabledPackages), which is kept
-// until deleted; deleting it uninstalls ouroboros. Nothing is shadowed
-// any more.
-func (m *migration) removeOuroborosPackage() {
+// removeOuroboros: step 5 on the management cluster. The platform stops
+// emitting the Package (bundles.disabledPackages), which is kept until
+// deleted; deleting it uninstalls ouroboros. Nothing is shadowed any
+// more.
+func (m *migration) removeOuroboros() {
 	m.begin("remove-ouroboros", servedBy(m.target))
-	pkgs := m.dc.Resource(dataplane.PackageResource)
-	disable := `{"spec":{"components":{"platform":{"values":{"bundles":{"disabledPackages":["cozystack.ouroboros"]}}}}}}`
-	_, err := pkgs.Patch(m.ctx, dataplane.PlatformPackage, types.MergePatchType, []byte(disable), metav1.PatchOptions{})
-	m.must(err, "bundles.disabledPackages")
-	m.must(pkgs.Delete(m.ctx, dataplane.OuroborosPackage, metav1.DeleteOptions{}), "kubectl delete package")
+	m.runStep("remove-ouroboros")
 	m.waitOuroborosGone()
+	if _, err := m.dc.Resource(dataplane.PackageResource).Get(m.ctx, dataplane.OuroborosPackage, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		m.t.Fatalf("%s is back after its removal (%v): the platform still emits it", dataplane.OuroborosPackage, err)
+	}
 	m.checkShadowed(false)
 	time.Sleep(settle)
 }
@@ -249,21 +305,20 @@ func (m *migration) waitOuroborosGone() {
 // again, which installs it with its controller; its proxy is ready before
 // any replica loads the controller's lines (a reload takes at least the
 // reload plugin's 15 s), so the answers move to it with nothing lost.
-// Then hairpin is uninstalled behind the rewrite.
 func (m *migration) back() {
 	op := m.begin("back-to-ouroboros", nil)
-	enable := `{"spec":{"components":{"platform":{"values":{"bundles":{"disabledPackages":null}}}}}}`
-	_, err := m.dc.Resource(dataplane.PackageResource).Patch(m.ctx, dataplane.PlatformPackage, types.MergePatchType, []byte(enable), metav1.PatchOptions{})
-	m.must(err, "take cozystack.ouroboros out of bundles.disabledPackages")
+	m.runStep("back-to-ouroboros")
 	proxy := m.ouroborosServes()
 	op.judge = servedBy(m.target, proxy)
 	m.t.Logf("back-to-ouroboros: every replica answered with ouroboros's proxy %s %s after the step began", proxy, time.Since(op.from).Round(time.Millisecond))
 	m.proxy = proxy
 	time.Sleep(settle)
+}
 
-	m.begin("back-uninstall-hairpin", servedBy(m.proxy))
-	out, err := m.e.Uninstall(m.ctx)
-	m.must(err, "helm uninstall: "+out)
+// uninstallHairpin: ours goes, inert behind the rewrite again.
+func (m *migration) uninstallHairpin() {
+	m.begin("uninstall-hairpin", servedBy(m.proxy))
+	m.runStep("uninstall-hairpin")
 	m.must(m.e.WaitNothingLeft(m.ctx), "uninstall")
 	time.Sleep(settle)
 }
