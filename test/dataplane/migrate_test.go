@@ -69,6 +69,10 @@ type migration struct {
 	// docs runs the page's blocks of each step.
 	docs  *dataplane.DocsRun
 	steps map[string][]harness.CodeBlock
+	// backProxy is ouroboros's proxy's ClusterIP on the way back, and
+	// backAvailable when every replica of it was available.
+	backProxy     string
+	backAvailable time.Time
 }
 
 // pageSteps returns the page's blocks marked to run on shape, by step,
@@ -306,13 +310,44 @@ func (m *migration) waitOuroborosGone() {
 // any replica loads the controller's lines (a reload takes at least the
 // reload plugin's 15 s), so the answers move to it with nothing lost.
 func (m *migration) back() {
+	deps := m.e.CP.Clientset.AppsV1().Deployments(m.o.Namespace)
+	available := pollFirst(m.ctx, 100*time.Millisecond, func(ctx context.Context) error {
+		d, err := deps.Get(ctx, m.o.ProxyName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Spec.Replicas == nil || d.Status.AvailableReplicas < *d.Spec.Replicas {
+			return fmt.Errorf("ouroboros's proxy has %d available replicas", d.Status.AvailableReplicas)
+		}
+		return nil
+	})
 	op := m.begin("back-to-ouroboros", nil)
 	m.runStep("back-to-ouroboros")
 	proxy := m.ouroborosServes()
 	op.judge = servedBy(m.target, proxy)
-	m.t.Logf("back-to-ouroboros: every replica answered with ouroboros's proxy %s %s after the step began", proxy, time.Since(op.from).Round(time.Millisecond))
+	m.backProxy, m.backAvailable = proxy, available.wait(m.t, "ouroboros's proxy available")
+	m.t.Logf("back-to-ouroboros: ouroboros's proxy was available %s after the step began; every replica answered with it (%s) %s after",
+		m.backAvailable.Sub(op.from).Round(time.Millisecond), proxy, time.Since(op.from).Round(time.Millisecond))
 	m.proxy = proxy
 	time.Sleep(settle)
+}
+
+// backInOrder fails the test unless the first answer with ouroboros's
+// proxy, on the way back, came after that proxy was available: the order
+// that leaves no gap, measured rather than assumed.
+func (m *migration) backInOrder(results []steady.Result) {
+	if m.backProxy == "" {
+		return
+	}
+	for _, res := range results {
+		if steady.Answered(res, m.backProxy) {
+			m.t.Logf("back-to-ouroboros: the first answer with ouroboros's proxy came %s after it was available", res.At.Sub(m.backAvailable).Round(time.Millisecond))
+			if res.At.Before(m.backAvailable) {
+				m.t.Errorf("back-to-ouroboros: a replica answered with ouroboros's proxy at %s, before it was available", res.At.UTC().Format("15:04:05.000"))
+			}
+			return
+		}
+	}
 }
 
 // uninstallHairpin: ours goes, inert behind the rewrite again.
@@ -339,6 +374,7 @@ func (m *migration) stopAndReport(start time.Time) {
 	m.report("", results, end)
 	m.report(" keepalive", kept, end)
 	m.reportMissed()
+	m.backInOrder(results)
 	m.t.Logf("lifecycle: %s took %s; ouroboros's controller reconciled %d times, %d of them writing its lines", m.mode,
 		time.Since(start).Round(time.Second), m.ctl.Reconciles(), m.ctl.Rewrites())
 }
