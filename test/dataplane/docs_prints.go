@@ -19,7 +19,7 @@ const untilPrints = 3 * time.Minute
 // page's block can be marked to run on (`<!-- docs-test: on SHAPE STEP
 // -->`): the test of that shape runs the page's blocks of each STEP as
 // that step.
-var Shapes = []string{"cozystack-management"}
+var Shapes = []string{"cozystack-management", "cozystack-tenant"}
 
 // RunBlock runs a shell block of a page: each command (rendered, for a
 // block marked render), and holds the last command's output to what the

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 	"github.com/coredns-hairpin/hairpin/test/harness/cluster"
@@ -29,15 +31,19 @@ import (
 // `<!-- docs-test: on SHAPE STEP -->`, as the docs test runs a block
 // (what the page says a command prints included), and the page's steps
 // must be the test's, in its order; the test then checks the step's
-// outcome itself. A steady client asks for and requests the root
-// tenant's host the whole time; each step prints `lifecycle: STEP
+// outcome itself. A steady client asks for and requests the host the
+// whole time; each step prints `lifecycle: STEP
 // requests=N failed=M ...` and fails the test on any failure, DNS or
 // HTTP. The check's hosts-shadowed finding is there once hairpin is
 // installed behind ouroboros's rewrite and gone at the end.
 //
-// Only the root tenant's host is counted: ouroboros sends every host to
-// its one proxy, in front of the root tenant's controller (Cozystack's
-// proxy.target), so a tenant's host never worked through it.
+// Only the host of ouroboros's proxy.target is counted: ouroboros sends
+// every host to its one proxy, in front of that controller, so on the
+// management cluster a tenant's host never worked through it. The shapes:
+// the management cluster (coredns mode, Talos's Corefile, the Packages)
+// and, with the cozy-tenant shape, a tenant (coredns-import mode into
+// coredns-custom, which the tenant's Corefile imports; the kubernetes
+// app's addon).
 func TestMigrateFromOuroboros(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: a whole cluster")
@@ -45,15 +51,88 @@ func TestMigrateFromOuroboros(t *testing.T) {
 	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
 		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
 	}
-	t.Run("cozystack-management", migrateManagement)
+	t.Run("cozystack-management", func(t *testing.T) {
+		root := cozyControllers[0]
+		migrate(t, migrationShape{
+			name: "cozystack-management", ic: root, tenant: false,
+			start: func(t *testing.T) *dataplane.Env { return startCozystack(t, dataplane.CozystackCRDs(t)) },
+			o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
+				ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
+			// The platform with the PROXY protocol on emits ouroboros's
+			// Package.
+			seed: func(ctx context.Context, _ *dataplane.Env, dc dynamic.Interface) error {
+				_, err := dc.Resource(dataplane.PackageResource).Create(ctx, dataplane.PlatformPackageObject(), metav1.CreateOptions{})
+				return err
+			},
+			removed: func(ctx context.Context, dc dynamic.Interface) error {
+				if _, err := dc.Resource(dataplane.PackageResource).Get(ctx, dataplane.OuroborosPackage, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("%s is back after its removal (%v): the platform still emits it", dataplane.OuroborosPackage, err)
+				}
+				return nil
+			},
+		})
+	})
+	dp, err := cluster.DataplaneNamed(cluster.CozyTenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cluster.Covers(dp) {
+		return
+	}
+	t.Run(dp.Name(), func(t *testing.T) {
+		ic := dataplane.CozyTenantIngress
+		migrate(t, migrationShape{
+			name: "cozystack-tenant", ic: ic, tenant: true,
+			start: func(t *testing.T) *dataplane.Env {
+				return dataplane.StartWith(t, dataplane.Config{
+					Mode: cluster.CozyTenant, Distribution: dataplane.CozyTenantDistribution,
+					Controllers: tenantControllers, HostSearch: []string{dataplane.CozyPlatformDomain},
+					CRDDirs: []string{dataplane.CozystackCRDs(t)},
+				})
+			},
+			// The tenant's domain, which Cozystack pins for the addon
+			// (controller.clusterDomain), and the wrapper chart's
+			// proxy.target (cozy-ingress-nginx, ingress-nginx-controller).
+			o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosImport,
+				ClusterDomain: "cluster.local", Upstream: ic.Namespace + "/" + ic.Service()},
+			// The tenant's app, in its namespace on the management
+			// cluster (the test cluster itself), with its ouroboros addon
+			// on.
+			seed: func(ctx context.Context, e *dataplane.Env, dc dynamic.Interface) error {
+				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dataplane.TenantAppNamespace}}
+				if _, err := e.CP.Clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+					return err
+				}
+				_, err := dc.Resource(dataplane.KubernetesAppResource).Namespace(dataplane.TenantAppNamespace).Create(ctx, dataplane.TenantAppObject(), metav1.CreateOptions{})
+				return err
+			},
+		})
+	})
+}
+
+// migrationShape is a cluster of a shape the page describes, with
+// ouroboros in the mode it runs there.
+type migrationShape struct {
+	// name is the shape's, as the page's markers name it.
+	name string
+	// ic is the controller whose host the steady client counts: the one
+	// behind ouroboros's proxy.
+	ic     cluster.IngressController
+	o      *dataplane.Ouroboros
+	tenant bool
+	start  func(t *testing.T) *dataplane.Env
+	// seed writes what has Cozystack install ouroboros; removed, if not
+	// nil, checks what its removal leaves.
+	seed    func(ctx context.Context, e *dataplane.Env, dc dynamic.Interface) error
+	removed func(ctx context.Context, dc dynamic.Interface) error
 }
 
 // migratePage is the page whose blocks the test runs.
 const migratePage = "docs/migrate.md"
 
-// managementSteps are the steps of the migration on the management
-// cluster and of the way back, in the order the page must have them.
-var managementSteps = []string{"install-hairpin", "stop-controller", "take-lines-out", "wait-reloaded", "remove-ouroboros",
+// migrationSteps are the steps of the migration and of the way back, on
+// each shape, in the order the page must have them.
+var migrationSteps = []string{"install-hairpin", "stop-controller", "take-lines-out", "wait-reloaded", "remove-ouroboros",
 	"back-to-ouroboros", "uninstall-hairpin"}
 
 // migration is one run of the migration on a cluster, its steps counted
@@ -69,6 +148,8 @@ type migration struct {
 	// docs runs the page's blocks of each step.
 	docs  *dataplane.DocsRun
 	steps map[string][]harness.CodeBlock
+	// removed checks what removing ouroboros leaves, beyond its objects.
+	removed func(ctx context.Context, dc dynamic.Interface) error
 	// backProxy is ouroboros's proxy's ClusterIP on the way back, and
 	// backAvailable when every replica of it was available.
 	backProxy     string
@@ -110,33 +191,31 @@ func (m *migration) runStep(step string) {
 	}
 }
 
-func migrateManagement(t *testing.T) {
+func migrate(t *testing.T, shape migrationShape) {
 	start := time.Now()
-	e := startCozystack(t, dataplane.CozystackCRDs(t))
-	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
+	e := shape.start(t)
+	t.Logf("the %s cluster is up %s after the start", shape.name, time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	root := cozyControllers[0]
+	ic := shape.ic
 	m := &migration{
-		lifecycleRun: &lifecycleRun{t: t, mode: "cozystack-management", e: e, ctx: ctx, hosts: []string{root.Hosts[0]}},
-		host:         root.Hosts[0],
-		steps:        pageSteps(t, "cozystack-management", managementSteps),
-		o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
-			ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
+		lifecycleRun: &lifecycleRun{t: t, mode: shape.name, e: e, ctx: ctx, hosts: []string{ic.Hosts[0]}},
+		host:         ic.Hosts[0],
+		steps:        pageSteps(t, shape.name, migrationSteps),
+		o:            shape.o,
+		removed:      shape.removed,
 	}
 	var err error
 	m.dc, err = dynamic.NewForConfig(e.CP.Config)
 	m.must(err, "dynamic client")
-	m.ctl, err = e.RunOuroboros(t, m.o)
+	m.ctl, err = e.RunOuroboros(t, m.o, shape.tenant)
 	m.must(err, "ouroboros's stand-ins")
 	m.docs, err = e.NewDocsRun(ctx, t)
 	m.must(err, "the docs' commands")
 
-	// The starting state: the platform with the PROXY protocol on, which
-	// installs ouroboros, whose controller writes its block and whose
-	// proxy serves the root tenant's host.
-	_, err = m.dc.Resource(dataplane.PackageResource).Create(ctx, dataplane.PlatformPackageObject(), metav1.CreateOptions{})
-	m.must(err, "the platform's Package")
+	// The starting state: Cozystack installs ouroboros, whose controller
+	// writes its lines and whose proxy serves the host.
+	m.must(shape.seed(ctx, e, m.dc), "what installs ouroboros")
 	m.proxy = m.ouroborosServes()
 	t.Logf("ouroboros serves %s through %s, %s after the start", m.host, m.proxy, time.Since(start).Round(time.Millisecond))
 
@@ -146,7 +225,7 @@ func migrateManagement(t *testing.T) {
 	m.must(err, "keep-alive client")
 	defer m.stopAndReport(start)
 
-	m.installHairpin(root)
+	m.installHairpin(ic)
 	m.stopController()
 	removed := m.takeLinesOut()
 	m.waitReloaded(removed)
@@ -195,11 +274,11 @@ func servedBy(addrs ...string) steady.Judge {
 // installHairpin: step 1, the chart with Cozystack's example. It is
 // inert behind the rewrite: every answer stays ouroboros's. The check
 // names the host as shadowed.
-func (m *migration) installHairpin(root cluster.IngressController) {
+func (m *migration) installHairpin(ic cluster.IngressController) {
 	m.begin("install-hairpin", servedBy(m.proxy))
 	m.runStep("install-hairpin")
-	ip, err := m.e.TargetIP(m.ctx, root)
-	m.must(err, "the root tenant's target")
+	ip, err := m.e.TargetIP(m.ctx, ic)
+	m.must(err, "the host's target")
 	m.target = ip.String()
 	m.checkShadowed(true)
 	time.Sleep(settle)
@@ -282,8 +361,8 @@ func (m *migration) removeOuroboros() {
 	m.begin("remove-ouroboros", servedBy(m.target))
 	m.runStep("remove-ouroboros")
 	m.waitOuroborosGone()
-	if _, err := m.dc.Resource(dataplane.PackageResource).Get(m.ctx, dataplane.OuroborosPackage, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		m.t.Fatalf("%s is back after its removal (%v): the platform still emits it", dataplane.OuroborosPackage, err)
+	if m.removed != nil {
+		m.must(m.removed(m.ctx, m.dc), "ouroboros's removal")
 	}
 	m.checkShadowed(false)
 	time.Sleep(settle)

@@ -15,11 +15,12 @@ import (
 const standInPoll = time.Second
 
 // RunOuroboros starts, until the test ends, the stand-ins of Cozystack's
-// operators ([CozyOperator]) and of o's controller
+// operators ([CozyOperator] on the management cluster, [TenantAppOperator]
+// for a tenant's addon when tenant is true) and of o's controller
 // ([OuroborosController], resync [OuroborosResync]) on the cluster, and
 // fills in the images the node runs for o's Deployments: our proxy's,
 // and the client image for the controller's waiting Pod.
-func (e *Env) RunOuroboros(t *testing.T, o *Ouroboros) (*OuroborosController, error) {
+func (e *Env) RunOuroboros(t *testing.T, o *Ouroboros, tenant bool) (*OuroborosController, error) {
 	t.Helper()
 	refs, err := e.chartImages(t)
 	if err != nil {
@@ -31,7 +32,10 @@ func (e *Env) RunOuroboros(t *testing.T, o *Ouroboros) (*OuroborosController, er
 		return nil, fmt.Errorf("ouroboros: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	op := &CozyOperator{DC: dc, CS: e.CP.Clientset, O: o, Poll: standInPoll}
+	var op interface{ Run(context.Context) } = &CozyOperator{DC: dc, CS: e.CP.Clientset, O: o, Poll: standInPoll}
+	if tenant {
+		op = &TenantAppOperator{DC: dc, CS: e.CP.Clientset, O: o, Poll: standInPoll}
+	}
 	c := &OuroborosController{O: o, CS: e.CP.Clientset, Resync: OuroborosResync, Poll: standInPoll}
 	done := make(chan struct{}, 2)
 	go func() { op.Run(ctx); done <- struct{}{} }()
