@@ -63,10 +63,7 @@ func TestCozystackManagementCluster(t *testing.T) {
 func cozystackStory(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
-	e := dataplane.StartWith(t, dataplane.Config{
-		Mode: cozyDataplane, Name: "cozy", Distribution: "talos", ClusterDomain: cozyDomain,
-		Controllers: cozyControllers, CRDDirs: []string{dataplane.MonitoringCRDs(t)},
-	})
+	e := startCozystack(t)
 	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
@@ -153,6 +150,17 @@ func cozystackStory(t *testing.T) {
 				t.Errorf("%s left in %s: %d (%v)", kind.Resource, dataplane.TargetNamespace, n, err)
 			}
 		}
+	})
+}
+
+// startCozystack starts a cluster of the shape of Cozystack's management
+// cluster: Cilium as kube-proxy replacement, Talos's stock Corefile for
+// cozy.local, Cozystack's two ingress controllers, prometheus-operator's
+// CRDs for the chart's example, and crds, further CRD folders.
+func startCozystack(t *testing.T, crds ...string) *dataplane.Env {
+	return dataplane.StartWith(t, dataplane.Config{
+		Mode: cozyDataplane, Name: "cozy", Distribution: "talos", ClusterDomain: cozyDomain,
+		Controllers: cozyControllers, CRDDirs: append([]string{dataplane.MonitoringCRDs(t)}, crds...),
 	})
 }
 

@@ -137,12 +137,11 @@ func (d *DocsRun) docsInstall() []string {
 		"--set-json", `targets.ingress-nginx.zones=["example.com"]`, "--wait", "--timeout", "3m"}
 }
 
-// StartDocs prepares e for the docs: DocsController, the prometheus-operator
-// CRDs a page's values turn on, and the cluster's two controllers marked
-// `ipMode: Proxy` (as a proxying cloud load balancer marks them), so that
-// `kubectl hairpin check` after a page's install judges only what the page
-// installed.
-func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
+// NewDocsRun prepares a run of the docs' commands on e, as a user runs
+// them from a checkout, and changes nothing on the cluster: the pages
+// whose blocks run on a cluster of their own shape
+// (`<!-- docs-test: on SHAPE STEP -->`) start from it.
+func (e *Env) NewDocsRun(ctx context.Context, t testing.TB) (*DocsRun, error) {
 	kubectl := harness.RequireKubectl(t)
 	d := &DocsRun{e: e, root: harness.RepoDir(t), bin: t.TempDir()}
 	for name, path := range map[string]string{"kubectl": kubectl, "helm": e.Helm.Bin, "kubectl-hairpin": filepath.Join(e.bin, "kubectl-hairpin")} {
@@ -181,6 +180,19 @@ func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
 	d.corefile = cm.Data["Corefile"]
 	_, err = cs.CoreV1().Namespaces().Get(ctx, TargetNamespace, metav1.GetOptions{})
 	d.hadNamespace = err == nil
+	return d, nil
+}
+
+// StartDocs prepares e for the docs: DocsController, the prometheus-operator
+// CRDs a page's values turn on, and the cluster's two controllers marked
+// `ipMode: Proxy` (as a proxying cloud load balancer marks them), so that
+// `kubectl hairpin check` after a page's install judges only what the page
+// installed.
+func (e *Env) StartDocs(ctx context.Context, t testing.TB) (*DocsRun, error) {
+	d, err := e.NewDocsRun(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.InstallIngressController(ctx, DocsController); err != nil {
 		return d, err
 	}

@@ -78,3 +78,49 @@ func TestDocsExportSetsTheVariableForThePagesNextCommands(t *testing.T) {
 	}
 	_ = os.Remove(root + "/foo-admin.conf")
 }
+
+// migrateCheckBlock is docs/migrate.md's check of ouroboros's block as
+// the page wrote it up to 20d5324 (its step 4 of the Cozystack section):
+// the prose says what the command must print.
+const migrateCheckBlock = "4. **Check that the block is gone** (the command must print `gone`), and\n" +
+	"   remove it by hand if the hook did not run ([the marked\n" +
+	"   block](#finding-and-removing-the-leftovers) below):\n\n" +
+	"   ```sh\n" +
+	"   kubectl -n kube-system get cm coredns -o jsonpath='{.data.Corefile}' | grep -q 'BEGIN ouroboros' && echo 'still there' || echo gone\n" +
+	"   ```\n"
+
+// TestDocsBlockMustPrintWhatThePageSays runs that block as the docs test
+// does, with a kubectl that prints the Corefile: with ouroboros's block
+// in it, as the docs test's cluster held it when the page's step ran (the
+// package's deletion, which would have stripped it, is marked skip), the
+// block exits 0 and prints `still there`, which fails now; without the
+// block it prints `gone` and passes.
+func TestDocsBlockMustPrintWhatThePageSays(t *testing.T) {
+	blocks := harness.CodeBlocks(migrateCheckBlock)
+	if len(blocks) != 1 || len(blocks[0].Prints) != 1 || blocks[0].Prints[0] != "gone" {
+		t.Fatalf("blocks %+v; want one that prints gone", blocks)
+	}
+	for _, tc := range []struct {
+		name, corefile string
+		wantErr        bool
+	}{
+		{"BlockLeftPrintsStillThere", ".:53 {\n    errors\n" + ouroborosBlock + "}\n", true},
+		{"BlockGonePrintsGone", ".:53 {\n    errors\n}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			corefile := harness.WriteFile(t, dir, "corefile", tc.corefile)
+			if err := os.Chmod(harness.WriteFile(t, dir, "kubectl", "#!/bin/sh\ncat "+corefile+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			d := &DocsRun{root: t.TempDir(), env: []string{"PATH=" + dir + ":/usr/bin:/bin"}}
+			err := d.RunBlock(t.Context(), "docs/migrate.md", blocks[0], false, t.Logf)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("RunBlock: %v; want an error: %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), `it printed "still there"`) {
+				t.Errorf("the error does not say what it printed: %v", err)
+			}
+		})
+	}
+}

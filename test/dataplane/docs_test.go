@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -18,15 +19,18 @@ import (
 type docBlock struct {
 	page  string
 	block harness.CodeBlock
-	// how: "run", "render" or "skip"; reason is the marker's.
+	// how: "run", "render", "skip" or "on" (a shape of its own); reason
+	// is the marker's: for "on", the shape and the step.
 	how, reason string
 }
 
 // docBlocks reads every page the docs test accounts for and sorts its
 // shell blocks into run, rendered (`<!-- docs-test: render REASON -->`)
-// and skipped (`<!-- docs-test: skip REASON -->`). A fence without a
-// language, a marker without a reason or an unknown marker is an error:
-// nothing on a page escapes the accounting.
+// skipped (`<!-- docs-test: skip REASON -->`) and run on a cluster of
+// the shape they describe (`<!-- docs-test: on SHAPE STEP -->`, one of
+// [dataplane.Shapes], whose test runs the blocks of each STEP). A fence
+// without a language, a marker without a reason, an unknown marker or
+// shape is an error: nothing on a page escapes the accounting.
 func docBlocks(t *testing.T) (pages []string, blocks []docBlock) {
 	t.Helper()
 	root := harness.RepoDir(t)
@@ -52,8 +56,11 @@ func docBlocks(t *testing.T) (pages []string, blocks []docBlock) {
 			if b.Marker != "" {
 				how, reason, _ := strings.Cut(b.Marker, " ")
 				db.how, db.reason = how, strings.TrimSpace(reason)
-				if how != "skip" && how != "render" {
-					t.Errorf("%s: unknown marker <!-- docs-test: %s -->; want skip REASON or render REASON", where, b.Marker)
+				if how != "skip" && how != "render" && how != "on" {
+					t.Errorf("%s: unknown marker <!-- docs-test: %s -->; want skip REASON, render REASON or on SHAPE STEP", where, b.Marker)
+				}
+				if shape, step, _ := strings.Cut(db.reason, " "); how == "on" && (!slices.Contains(dataplane.Shapes, shape) || step == "") {
+					t.Errorf("%s: <!-- docs-test: %s -->: want on SHAPE STEP, SHAPE one of %v", where, b.Marker, dataplane.Shapes)
 				}
 				if db.reason == "" {
 					t.Errorf("%s: <!-- docs-test: %s --> names no reason", where, how)
@@ -73,8 +80,13 @@ func docBlocks(t *testing.T) (pages []string, blocks []docBlock) {
 // REASON -->` is a helm install rendered with `helm template` and validated
 // with `kubectl apply --dry-run=server`; a block marked `<!-- docs-test:
 // skip REASON -->` is not run (a cloud CLI, a Talos node, a release that is
-// not published here). It fails when a block is neither run nor marked, or
-// when a command fails, and logs blocks run / rendered / marked per page.
+// not published here); a block marked `<!-- docs-test: on SHAPE STEP -->`
+// runs in the test of that shape (TestMigrateFromOuroboros). Where the
+// page says what a block's last command prints ("prints `gone`"), its
+// output must hold it (dataplane.DocsRun.RunBlock). It fails when a block
+// is neither run nor marked, or when a command fails or prints otherwise
+// than the page says, and logs blocks run / rendered / on a shape /
+// marked per page.
 func TestEveryDocCommandRunsOrIsMarked(t *testing.T) {
 	pages, blocks := docBlocks(t)
 	if len(blocks) < 30 {
@@ -108,22 +120,11 @@ func TestEveryDocCommandRunsOrIsMarked(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, b := range blocks {
-					if b.page != page || b.how == "skip" {
+					if b.page != page || b.how == "skip" || b.how == "on" {
 						continue
 					}
-					for _, c := range harness.ShellCommands(b.block.Body) {
-						where := fmt.Sprintf("%s:%d", page, b.block.Line+1+c.Line)
-						var out string
-						var err error
-						if b.how == "render" {
-							out, err = d.Render(ctx, c.Text)
-						} else {
-							out, err = d.Run(ctx, c.Text)
-						}
-						if err != nil {
-							t.Fatalf("%s: %s\n%v\n%s", where, c.Text, err, out)
-						}
-						t.Logf("%s: %s\n%s", where, d.Substitute(c.Text), out)
+					if err := d.RunBlock(ctx, page, b.block, b.how == "render", t.Logf); err != nil {
+						t.Fatal(err)
 					}
 					if ran[page] == nil {
 						ran[page] = map[string]int{}
@@ -138,31 +139,34 @@ func TestEveryDocCommandRunsOrIsMarked(t *testing.T) {
 	})
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "page\trun\trendered\tmarked\ttotal\t")
-	var sum [4]int
+	fmt.Fprintln(w, "page\trun\trendered\ton a shape\tmarked\ttotal\t")
+	var sum [5]int
 	for _, page := range pages {
-		var n [4]int
+		var n [5]int
 		for _, b := range blocks {
 			if b.page != page {
 				continue
 			}
-			n[3]++
-			if b.how == "skip" {
+			n[4]++
+			switch b.how {
+			case "on":
 				n[2]++
+			case "skip":
+				n[3]++
 			}
 		}
 		n[0], n[1] = ran[page]["run"], ran[page]["render"]
 		for i := range n {
 			sum[i] += n[i]
 		}
-		if n[3] > 0 {
-			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t\n", page, n[0], n[1], n[2], n[3])
+		if n[4] > 0 {
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t\n", page, n[0], n[1], n[2], n[3], n[4])
 		}
 	}
-	fmt.Fprintf(w, "all pages\t%d\t%d\t%d\t%d\t\n", sum[0], sum[1], sum[2], sum[3])
+	fmt.Fprintf(w, "all pages\t%d\t%d\t%d\t%d\t%d\t\n", sum[0], sum[1], sum[2], sum[3], sum[4])
 	w.Flush()
-	t.Logf("docs: shell blocks run / rendered / marked per page:\n%s", sb.String())
-	if !t.Failed() && !testing.Short() && sum[0]+sum[1]+sum[2] != sum[3] {
-		t.Errorf("%d of %d blocks were neither run nor marked", sum[3]-sum[0]-sum[1]-sum[2], sum[3])
+	t.Logf("docs: shell blocks run / rendered / on a shape / marked per page:\n%s", sb.String())
+	if !t.Failed() && !testing.Short() && sum[0]+sum[1]+sum[2]+sum[3] != sum[4] {
+		t.Errorf("%d of %d blocks were neither run nor marked", sum[4]-sum[0]-sum[1]-sum[2]-sum[3], sum[4])
 	}
 }

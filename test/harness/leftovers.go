@@ -103,3 +103,26 @@ func HairpinProxyCorefile(corefile string, hosts []string) (string, error) {
 	}
 	return strings.Join(slices.Concat(lines[:at+1], rules, lines[at+1:]), "\n"), nil
 }
+
+// OuroborosStripped is corefile without ouroboros's marked block, markers
+// included, as its chart's pre-delete hook strips it (v0.8.1,
+// charts/ouroboros/templates/coredns-cleanup-hook.yaml: `sed '/# === BEGIN
+// ouroboros/,/# === END ouroboros/d'` over the ConfigMap's YAML), and as
+// docs/migrate.md has an operator strip it.
+func OuroborosStripped(corefile string) string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(corefile, "\n") {
+		switch {
+		case !in && strings.Contains(l, "# === BEGIN ouroboros"):
+			in = true
+		case in:
+			if strings.Contains(l, "# === END ouroboros") {
+				in = false
+			}
+		default:
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

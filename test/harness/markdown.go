@@ -20,10 +20,19 @@ type CodeBlock struct {
 	// line right before the fence (blank lines between allowed), "" if
 	// there is none.
 	Marker string
+	// Prints are the outputs the page says the block's last command
+	// prints: each X of "prints `X`" (or "print `X`") in the prose
+	// between the previous block or heading and the fence, its spaces
+	// and line breaks each one space.
+	Prints []string
+	// Until says the page has that command repeated until it prints
+	// them ("until it prints `X`"): it waits for a state to come.
+	Until bool
 }
 
 var (
 	fence      = regexp.MustCompile("^(\\s*)```+\\s*([A-Za-z0-9_-]*)")
+	prints     = regexp.MustCompile("(until it )?prints? `([^`]+)`")
 	docsMarker = regexp.MustCompile(`^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$`)
 )
 
@@ -31,14 +40,26 @@ var (
 // indentation of their fence (list items) taken off their lines.
 func CodeBlocks(text string) []CodeBlock {
 	var blocks []CodeBlock
+	var prose []string // since the last block or heading
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		m := fence.FindStringSubmatch(lines[i])
 		if m == nil {
+			if strings.HasPrefix(lines[i], "#") {
+				prose = nil
+			}
+			prose = append(prose, lines[i])
 			continue
 		}
 		indent := m[1]
 		b := CodeBlock{Lang: m[2], Line: i + 1}
+		// One line of prose, wrapped and indented as it may be.
+		text := strings.Join(strings.Fields(strings.Join(prose, " ")), " ")
+		for _, p := range prints.FindAllStringSubmatch(text, -1) {
+			b.Prints = append(b.Prints, p[2])
+			b.Until = b.Until || p[1] != ""
+		}
+		prose = nil
 		for j := i - 1; j >= 0; j-- {
 			if strings.TrimSpace(lines[j]) == "" {
 				continue
