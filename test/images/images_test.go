@@ -125,7 +125,14 @@ func specOf(t *testing.T, im image) (imagebuild.Spec, string) {
 	if version == "" {
 		t.Fatalf("no binary for this machine's architecture %s", runtime.GOARCH)
 	}
-	return im.spec(binDir, version), version
+	spec := im.spec(binDir, version)
+	// `make images` gives every image the checkout's LICENSE.
+	license, err := os.ReadFile(filepath.Join(harness.RepoDir(t), "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.License = license
+	return spec, version
 }
 
 // madeOutput returns what `make images` left in HAIRPIN_BIN/images for

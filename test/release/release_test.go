@@ -87,7 +87,8 @@ func lastLines(b []byte, n int) string {
 // its architecture; the pushed chart, with its version and appVersion,
 // installed by helm from oci:// onto a real control plane; and every image
 // of the installed release and of the release's plain manifests resolving
-// in that registry by tag and by digest, to the pushed index.
+// in that registry by tag and by digest, to the pushed index; every image
+// and archive carries the checkout's LICENSE.
 func TestReleaseInstallsFromTheRegistry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and pushes a release")
@@ -170,6 +171,8 @@ func TestReleaseInstallsFromTheRegistry(t *testing.T) {
 	})
 
 	t.Run("sums", func(t *testing.T) { checkSums(t, out, s) })
+
+	t.Run("license", func(t *testing.T) { checkLicense(t, registry, out, s) })
 }
 
 // checkIndex pulls the image index at tag and checks that it is the
