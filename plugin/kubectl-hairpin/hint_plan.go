@@ -48,6 +48,16 @@ func newHintPlan(f *Facts) *hintPlan {
 			}
 		}
 	}
+	// Before the chart is installed, the chart's default target is the
+	// one for its own class and controller, if the cluster has them: the
+	// hint for that class completes it under its own name, and no other
+	// target takes its class or ports.
+	if f.TargetsRead && len(f.Targets) == 0 {
+		if up := defaultTargetUpstream(f); up != nil {
+			sel := chartTarget{IngressClasses: []string{defaultTargetClass}}
+			p.target(f, defaultTargetName, sel, up)
+		}
+	}
 	return p
 }
 
@@ -58,7 +68,10 @@ func (p *hintPlan) target(f *Facts, name string, sel chartTarget, upstream *core
 	if h, ok := p.given[key]; ok {
 		return h.name, h.upstream
 	}
-	base := freeTargetName(f, name)
+	base := name
+	if name != defaultTargetName || len(f.Targets) > 0 {
+		base = freeTargetName(f, name)
+	}
 	name = base
 	for i := 2; p.names[name] != ""; i++ {
 		name = fmt.Sprintf("%s-%d", base, i)
