@@ -168,7 +168,7 @@ test: deps build tools images $(BIN)/steady
 	wait $$vet; vrc=$$?; cat $(BIN)/vet.log; \
 	if [ $$vrc -ne 0 ]; then echo "go vet failed"; fi; \
 	[ $$rc -eq 0 ] && [ $$vrc -eq 0 ]
-	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
+	cd test/alerts && $(TEST_ENV) go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy); the chart's CoreDNS scrape with HAIRPIN_HELM
 
 # The Cilium parts of `make test` alone: the leave-nothing-behind check and
 # the dataplane stories' cilium subtests.
