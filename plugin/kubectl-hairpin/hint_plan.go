@@ -51,11 +51,14 @@ func newHintPlan(f *Facts) *hintPlan {
 	// Before the chart is installed, the chart's default target is the
 	// one for its own class and controller, if the cluster has them: the
 	// hint for that class completes it under its own name, and no other
-	// target takes its class or ports.
+	// target takes its class or ports. Otherwise the install command
+	// disables it, and no hint may take its name.
 	if f.TargetsRead && len(f.Targets) == 0 {
 		if up := defaultTargetUpstream(f); up != nil {
 			sel := chartTarget{IngressClasses: []string{defaultTargetClass}}
 			p.target(f, defaultTargetName, sel, up)
+		} else {
+			p.names[defaultTargetName] = "the chart's default target, disabled"
 		}
 	}
 	return p
