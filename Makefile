@@ -114,13 +114,13 @@ $(BIN)/linux-%/coredns: $(GO_SOURCES) $(BIN)/.version
 $(BIN)/linux-%/hairpin-proxy: $(GO_SOURCES) $(BIN)/.version
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* go build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./proxy/cmd/hairpin-proxy
 
-images: $(PLATFORM_BINS)
+images: $(PLATFORM_BINS) LICENSE
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION)
 
 # The images for this machine's platform only, which is all `make demo`
 # runs: no cross-compiled binaries.
 HOSTARCH := $(shell go env GOARCH)
-demo-images: $(BIN)/linux-$(HOSTARCH)/coredns $(BIN)/linux-$(HOSTARCH)/hairpin-proxy
+demo-images: $(BIN)/linux-$(HOSTARCH)/coredns $(BIN)/linux-$(HOSTARCH)/hairpin-proxy LICENSE
 	go run ./build/images -bin $(BIN) -out $(BIN)/images -version $(VERSION) -arch $(HOSTARCH)
 
 # A release (docs/architecture.md, "Releases"; build/release does the work):
@@ -168,7 +168,7 @@ test: deps build tools images $(BIN)/steady
 	wait $$vet; vrc=$$?; cat $(BIN)/vet.log; \
 	if [ $$vrc -ne 0 ]; then echo "go vet failed"; fi; \
 	[ $$rc -eq 0 ] && [ $$vrc -eq 0 ]
-	cd test/alerts && go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy)
+	cd test/alerts && $(TEST_ENV) go test -count=1 ./...   # docs/alerts rules, in their own module (Prometheus is heavy); the chart's CoreDNS scrape with HAIRPIN_HELM
 
 # The Cilium parts of `make test` alone: the leave-nothing-behind check and
 # the dataplane stories' cilium subtests.

@@ -15,6 +15,7 @@
 //   - bin/images/NAME-linux-ARCH.tar: one `docker load` tarball per
 //     platform.
 //
+// Each image carries the project's license (-license, LICENSE) at /LICENSE.
 // The coredns image carries what the stock CoreDNS image carries around its
 // binary (imagebuild.Base: CA bundle, passwd and group, nsswitch.conf, /tmp,
 // the timezone database); hairpin-proxy is its binary alone. README.md
@@ -38,10 +39,19 @@ func main() {
 	repo := flag.String("repository", imagebuild.DefaultRepository, "registry path the images are tagged under")
 	arches := flag.String("arch", strings.Join(imagebuild.Arches, ","), "comma-separated architectures to build (`make demo` builds its own machine's only)")
 	zoneinfo := flag.String("zoneinfo", "", "zip of TZif files the coredns image's /usr/share/zoneinfo is made of (default: $(go env GOROOT)/lib/time/zoneinfo.zip)")
+	licenseFile := flag.String("license", "LICENSE", "the project's license, which every image carries at "+imagebuild.LicensePath)
 	flag.Parse()
+
+	// An image without its license cannot be released: no fallback.
+	license, err := os.ReadFile(*licenseFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		os.Exit(1)
+	}
 
 	for _, s := range []imagebuild.Spec{imagebuild.CoreDNS(*binDir, *version), imagebuild.Proxy(*binDir, *version)} {
 		s.Repository = *repo
+		s.License = license
 		s.Platforms = slices.DeleteFunc(s.Platforms, func(p imagebuild.Platform) bool {
 			return !slices.Contains(strings.Split(*arches, ","), p.Arch)
 		})

@@ -37,9 +37,9 @@ func archiveName(v version, p pluginPlatform) string {
 
 // buildPlugin cross-compiles the plugin's main package pkg (a path inside
 // the module at root) for every platform as a static binary and writes one
-// tar.gz per platform into out, holding the binary and root's LICENSE when
-// there is one.
-func buildPlugin(ctx context.Context, root, pkg, out, tmp string, v version, platforms []pluginPlatform) ([]pluginArchive, error) {
+// tar.gz per platform into out, holding the binary and the license at
+// license (as LICENSE).
+func buildPlugin(ctx context.Context, root, pkg, license, out, tmp string, v version, platforms []pluginPlatform) ([]pluginArchive, error) {
 	if st, err := os.Stat(filepath.Join(root, pkg)); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("plugin: %s is not a package folder (%v)", pkg, err)
 	}
@@ -52,10 +52,7 @@ func buildPlugin(ctx context.Context, root, pkg, out, tmp string, v version, pla
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("plugin: go build for %s/%s: %w\n%s", p.OS, p.Arch, err, b)
 		}
-		files := []archiveFile{{name: pluginName, path: bin, mode: 0o755}}
-		if _, err := os.Stat(filepath.Join(root, "LICENSE")); err == nil {
-			files = append(files, archiveFile{name: "LICENSE", path: filepath.Join(root, "LICENSE"), mode: 0o644})
-		}
+		files := []archiveFile{{name: pluginName, path: bin, mode: 0o755}, {name: licenseFile, path: license, mode: 0o644}}
 		a := pluginArchive{pluginPlatform: p, Path: filepath.Join(out, archiveName(v, p))}
 		if err := writeTarGz(a.Path, files); err != nil {
 			return nil, fmt.Errorf("plugin: %w", err)

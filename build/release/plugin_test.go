@@ -73,7 +73,7 @@ func TestBuildPluginArchivesEveryPlatformWithItsSum(t *testing.T) {
 	root, out := standIn(t), t.TempDir()
 	v := version("v0.0.0-test")
 	platforms := []pluginPlatform{{"linux", "arm64"}, {"darwin", "amd64"}}
-	archives, err := buildPlugin(t.Context(), root, "cmd/kubectl-hairpin", out, t.TempDir(), v, platforms)
+	archives, err := buildPlugin(t.Context(), root, "cmd/kubectl-hairpin", filepath.Join(root, "LICENSE"), out, t.TempDir(), v, platforms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestBuildPluginArchivesEveryPlatformWithItsSum(t *testing.T) {
 }
 
 func TestBuildPluginRefusesAMissingPackage(t *testing.T) {
-	archives, err := buildPlugin(t.Context(), t.TempDir(), "plugin/kubectl-hairpin/cmd/kubectl-hairpin", t.TempDir(), t.TempDir(), "v1.0.0", pluginPlatforms)
+	archives, err := buildPlugin(t.Context(), t.TempDir(), "plugin/kubectl-hairpin/cmd/kubectl-hairpin", "LICENSE", t.TempDir(), t.TempDir(), "v1.0.0", pluginPlatforms)
 	if err == nil || archives != nil || !strings.Contains(err.Error(), "plugin/kubectl-hairpin/cmd/kubectl-hairpin") {
 		t.Fatalf("archives %v, error %v; want none and an error naming the package", archives, err)
 	}

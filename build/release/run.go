@@ -48,6 +48,10 @@ func run(ctx context.Context, c config) error {
 	if c.pluginPlatforms == nil {
 		c.pluginPlatforms = pluginPlatforms
 	}
+	license, err := licensePath(c.root)
+	if err != nil {
+		return err
+	}
 	images, err := loadImages(c.images, reg, v)
 	if err != nil {
 		return err
@@ -66,6 +70,9 @@ func run(ctx context.Context, c config) error {
 	if err != nil {
 		return err
 	}
+	if err := addLicense(license, chart); err != nil {
+		return err
+	}
 	if err := lintChart(ctx, h, chart); err != nil {
 		return err
 	}
@@ -79,7 +86,7 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	files = append(files, manifests...)
-	archives, err := buildPlugin(ctx, c.root, c.plugin, c.out, tmp, v, c.pluginPlatforms)
+	archives, err := buildPlugin(ctx, c.root, c.plugin, license, c.out, tmp, v, c.pluginPlatforms)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func checkTargets(f *Facts) []Check {
 			c.Status = Fail
 			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, rules.TargetLabel, plural(needing, "controller requires", "controllers require"))
 		}
-		return []Check{c.hint("install the chart: helm install hairpin manifests/coredns-hairpin -n %s --create-namespace --set-json 'targets.ingress-nginx.zones=[\"example.com\"]'; or pass --namespace where it is installed", ns)}
+		return []Check{c.hint("install the chart (zones are yours to check): %s; or pass --namespace where it is installed", installCommand(f))}
 	}
 	var names []string
 	for _, t := range f.Targets {

@@ -66,16 +66,7 @@ const (
 // rest is full (KEP-3070); one in the upper part could already be taken by
 // a Service created before it with an empty clusterIP, as CI once saw.
 func healthyCluster() *cluster {
-	c := &cluster{metrics: map[string]string{}}
-	dnsLabels := map[string]string{"k8s-app": "kube-dns"}
-	c.add(
-		service("kube-system", "kube-dns", dnsLabels, "", port("dns", 53, 53)),
-		pod("kube-system", "coredns-a", corednsA, dnsLabels, "ghcr.io/coredns-hairpin/coredns:v0.1.0", 9153, nil),
-		pod("kube-system", "coredns-b", corednsB, dnsLabels, "ghcr.io/coredns-hairpin/coredns:v0.1.0", 9153, nil),
-	)
-	c.metrics[corednsA+":9153"] = fixture("coredns.txt")
-	c.metrics[corednsB+":9153"] = fixture("coredns.txt")
-	mountCorefile(c, distributionCorefile("k3s"), nil)
+	c := dnsOnlyCluster()
 
 	nginxLabels := map[string]string{"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/component": "controller"}
 	lb := service("ingress-nginx", "ingress-nginx-controller", nginxLabels, "", namedPort("http", 80, "http"), namedPort("https", 443, "https"))
@@ -139,6 +130,22 @@ func healthyCluster() *cluster {
 		}))
 		c.metrics[p.ip+":9090"] = fixture("proxy.txt")
 	}
+	return c
+}
+
+// dnsOnlyCluster is a cluster with only its DNS: kube-dns running our
+// CoreDNS (k3s's Corefile), with nothing to front and nothing installed.
+func dnsOnlyCluster() *cluster {
+	c := &cluster{metrics: map[string]string{}}
+	dnsLabels := map[string]string{"k8s-app": "kube-dns"}
+	c.add(
+		service("kube-system", "kube-dns", dnsLabels, "", port("dns", 53, 53)),
+		pod("kube-system", "coredns-a", corednsA, dnsLabels, "ghcr.io/coredns-hairpin/coredns:v0.1.0", 9153, nil),
+		pod("kube-system", "coredns-b", corednsB, dnsLabels, "ghcr.io/coredns-hairpin/coredns:v0.1.0", 9153, nil),
+	)
+	c.metrics[corednsA+":9153"] = fixture("coredns.txt")
+	c.metrics[corednsB+":9153"] = fixture("coredns.txt")
+	mountCorefile(c, distributionCorefile("k3s"), nil)
 	return c
 }
 

@@ -39,6 +39,19 @@ func newHintPlan(f *Facts) *hintPlan {
 			p.used = append(p.used, port.TargetPort.IntVal)
 		}
 	}
+	// Before the chart is installed, the chart's default target is the
+	// one for its own class and controller, if the cluster has them: the
+	// hint for that class completes it under its own name, and no other
+	// target takes its class or ports. Otherwise the install command
+	// disables it, and no hint may take its name.
+	if f.TargetsRead && len(f.Targets) == 0 {
+		if up := defaultTargetUpstream(f); up != nil {
+			sel := chartTarget{IngressClasses: []string{defaultTargetClass}}
+			p.target(f, defaultTargetName, sel, up)
+		} else {
+			p.names[defaultTargetName] = "the chart's default target, disabled"
+		}
+	}
 	return p
 }
 
@@ -49,7 +62,10 @@ func (p *hintPlan) target(f *Facts, name string, sel chartTarget, upstream *core
 	if h, ok := p.given[key]; ok {
 		return h.name, h.upstream
 	}
-	base := freeTargetName(f, name)
+	base := name
+	if name != defaultTargetName || len(f.Targets) > 0 {
+		base = freeTargetName(f, name)
+	}
 	name = base
 	for i := 2; p.names[name] != ""; i++ {
 		name = fmt.Sprintf("%s-%d", base, i)

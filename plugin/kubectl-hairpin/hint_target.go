@@ -46,13 +46,15 @@ const (
 // each selection gets its own name and container ports, the same each time
 // it is asked for (see hintPlan).
 func addTargetHint(f *Facts, name string, sel chartTarget, upstream *core.Service, names func(HostObject) bool) string {
+	return fmt.Sprintf("add a target (zones are yours to check): --set-json '%s'", targetValue(f, name, sel, upstream, names))
+}
+
+// targetValue is the targets.NAME=JSON value of addTargetHint.
+func targetValue(f *Facts, name string, sel chartTarget, upstream *core.Service, names func(HostObject) bool) string {
 	name, sel.Upstream = f.plan().target(f, name, sel, upstream)
 	sel.Zones = suggestZones(f, names)
-	b, err := json.Marshal(sel)
-	if err != nil {
-		return fmt.Sprintf("add a target named %s", name) // unreachable: plain strings and numbers
-	}
-	return fmt.Sprintf("add a target (zones are yours to check): --set-json 'targets.%s=%s'", name, b)
+	b, _ := json.Marshal(sel) // plain strings and numbers always marshal
+	return fmt.Sprintf("targets.%s=%s", name, b)
 }
 
 // freeTargetName makes name a DNS label that no target has.

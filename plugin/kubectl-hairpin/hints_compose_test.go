@@ -17,16 +17,24 @@ import (
 // with its own class (named as the namespace) and an Ingress
 // portal.NAMESPACE.example.net, behind load balancer IP lbIP.
 func addTenantIngressNginx(c *cluster, namespace, lbIP string) {
+	addIngressNginx(c, namespace, "ingress-nginx-controller", namespace, "portal."+namespace+".example.net", lbIP)
+}
+
+// addIngressNginx adds an ingress-nginx that requires PROXY: its
+// controller Service (and Deployment and ConfigMap) namespace/name behind
+// load balancer IP lbIP, its own IngressClass class, and an Ingress for
+// host.
+func addIngressNginx(c *cluster, namespace, name, class, host, lbIP string) {
 	labels := map[string]string{"app.kubernetes.io/name": "ingress-nginx", "app.kubernetes.io/instance": namespace}
-	lb := service(namespace, "ingress-nginx-controller", labels, "", namedPort("http", 80, "http"), namedPort("https", 443, "https"))
+	lb := service(namespace, name, labels, "", namedPort("http", 80, "http"), namedPort("https", 443, "https"))
 	lb.Spec.Type = core.ServiceTypeLoadBalancer
 	lb.Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{IP: lbIP}}
-	c.add(ingress(namespace, "portal", namespace, "portal."+namespace+".example.net"),
-		&networking.IngressClass{ObjectMeta: objectMeta("", namespace, nil), Spec: networking.IngressClassSpec{Controller: "k8s.io/ingress-nginx-" + namespace}},
+	c.add(ingress(namespace, "portal", class, host),
+		&networking.IngressClass{ObjectMeta: objectMeta("", class, nil), Spec: networking.IngressClassSpec{Controller: "k8s.io/ingress-nginx-" + class}},
 		lb,
-		&core.ConfigMap{ObjectMeta: objectMeta(namespace, "ingress-nginx-controller", labels), Data: map[string]string{"use-proxy-protocol": "true"}},
-		deployment(namespace, "ingress-nginx-controller", labels, "/nginx-ingress-controller",
-			"--controller-class=k8s.io/ingress-nginx-"+namespace, "--configmap=$(POD_NAMESPACE)/ingress-nginx-controller"),
+		&core.ConfigMap{ObjectMeta: objectMeta(namespace, name, labels), Data: map[string]string{"use-proxy-protocol": "true"}},
+		deployment(namespace, name, labels, "/nginx-ingress-controller",
+			"--controller-class=k8s.io/ingress-nginx-"+class, "--configmap=$(POD_NAMESPACE)/"+name),
 	)
 }
 

@@ -32,7 +32,8 @@ const cozyDataplane = "cilium"
 // package names them (fullname <tenant>-ingress, the class named after the
 // namespace): the root tenant's, exposed through spec.externalIPs as
 // publishing.externalIPs exposes it, and tenant-foo's behind a
-// LoadBalancer IP. examples/cozystack-management.yaml targets exactly these.
+// LoadBalancer IP. examples/cozystack-management.yaml targets the root
+// tenant's; the story adds tenant-foo's on the command line.
 var cozyControllers = []cluster.IngressController{
 	{Namespace: "tenant-root", Name: "root-ingress-controller", Class: "tenant-root", Hosts: []string{"keycloak.example.org"},
 		LBIP: netip.MustParseAddr("203.0.113.20"), ExternalIP: true},
@@ -44,7 +45,8 @@ var cozyControllers = []cluster.IngressController{
 // cluster as it ships: Cilium as kube-proxy replacement, Talos's stock
 // Corefile, the cluster domain cozy.local, the root ingress exposed
 // through spec.externalIPs, and the chart installed with
-// examples/cozystack-management.yaml as written (ServiceMonitor and
+// examples/cozystack-management.yaml as written, its zones and tenant-foo's
+// target on the command line (ServiceMonitor and
 // PrometheusRule on, over prometheus-operator's CRDs), its NetworkPolicy
 // enforced by Cilium. The domain is a property of the cluster from its
 // start (kubelet's --cluster-domain, every Pod's search path), so the
@@ -118,9 +120,15 @@ func cozystackStory(t *testing.T) {
 
 	step("InstallTheCozystackExample", func(t *testing.T) {
 		// As written: the test cluster has Cozystack's names (namespaces,
-		// Services, classes, pod labels, CoreDNS's ServiceAccount), and
-		// the example's zones are its hosts'.
-		installExample(ctx, t, e, "cozystack-management.yaml")
+		// Services, classes, pod labels, CoreDNS's ServiceAccount). The
+		// example ships the root tenant's target without zones; the
+		// command line gives them, as the docs do, and adds tenant-foo's
+		// target in the example's shape, as an operator adds a tenant.
+		tenantFoo := `{"zones":["foo.example.org"],"ingressClasses":["tenant-foo"],"upstream":{"namespace":"tenant-foo","name":"foo-ingress-controller",` +
+			`"podSelector":{"app.kubernetes.io/name":"ingress-nginx","app.kubernetes.io/component":"controller"},` +
+			`"ports":[{"name":"http","port":80,"containerPort":8081},{"name":"https","port":443,"containerPort":8444}]}}`
+		installExample(ctx, t, e, "cozystack-management.yaml",
+			"--set-json", `targets.tenant-root.zones=["example.org"]`, "--set-json", "targets.tenant-foo="+tenantFoo)
 		for _, kind := range monitoringKinds {
 			if n, err := countObjects(ctx, e, kind); err != nil || n == 0 {
 				t.Errorf("%s in %s: %d (%v); the example turns it on", kind.Resource, dataplane.TargetNamespace, n, err)

@@ -125,7 +125,14 @@ func specOf(t *testing.T, im image) (imagebuild.Spec, string) {
 	if version == "" {
 		t.Fatalf("no binary for this machine's architecture %s", runtime.GOARCH)
 	}
-	return im.spec(binDir, version), version
+	spec := im.spec(binDir, version)
+	// `make images` gives every image the checkout's LICENSE.
+	license, err := os.ReadFile(filepath.Join(harness.RepoDir(t), "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.License = license
+	return spec, version
 }
 
 // madeOutput returns what `make images` left in HAIRPIN_BIN/images for
@@ -297,8 +304,20 @@ func checkImage(t *testing.T, img v1.Image, p imagebuild.Platform, version strin
 	if len(layers) != wantLayers {
 		t.Fatalf("%d layers; want %d (base %t, then the binary)", len(layers), wantLayers, im.base)
 	}
-	hdr, content := onlyFile(t, layers[len(layers)-1])
-	if hdr.Name != im.binary || hdr.Typeflag != tar.TypeReg {
+	files := layerFiles(t, layers[len(layers)-1])
+	if names := slices.Sorted(maps.Keys(files)); !slices.Equal(names, []string{"LICENSE", im.binary}) {
+		t.Fatalf("the binary's layer holds %q; want the binary %s and LICENSE", names, im.binary)
+	}
+	// The checkout's license, as `make images` gives every image.
+	license, err := os.ReadFile(filepath.Join(harness.RepoDir(t), "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := files["LICENSE"]; l.hdr.Typeflag != tar.TypeReg || l.hdr.Mode != 0o644 || l.hdr.Uid != 0 || l.hdr.Gid != 0 || !bytes.Equal(l.content, license) {
+		t.Errorf("/LICENSE: type %c mode %o owner %d:%d, %d bytes; want the checkout's LICENSE, a regular file 644 0:0", l.hdr.Typeflag, l.hdr.Mode, l.hdr.Uid, l.hdr.Gid, len(l.content))
+	}
+	hdr, content := files[im.binary].hdr, files[im.binary].content
+	if hdr.Typeflag != tar.TypeReg {
 		t.Errorf("layer holds %q (type %c); want the regular file %q", hdr.Name, hdr.Typeflag, im.binary)
 	}
 	// Root-owned, as in the stock image: 65532 runs it and cannot rewrite it.
@@ -357,22 +376,24 @@ func checkELF(t *testing.T, b []byte, goarch string) {
 
 // onlyFile returns the header and content of the single entry of layer,
 // failing the test if there is not exactly one.
-func onlyFile(t *testing.T, layer v1.Layer) (*tar.Header, []byte) {
+// layerFile is one entry of a layer.
+type layerFile struct {
+	hdr     *tar.Header
+	content []byte
+}
+
+// layerFiles returns the entries of layer by name.
+func layerFiles(t *testing.T, layer v1.Layer) map[string]layerFile {
 	t.Helper()
-	var hdrs []*tar.Header
-	var content []byte
+	files := map[string]layerFile{}
 	if err := rootfs.WalkLayer(layer, func(hdr *tar.Header, r io.Reader) error {
-		hdrs = append(hdrs, hdr)
-		var err error
-		content, err = io.ReadAll(r)
+		content, err := io.ReadAll(r)
+		files[hdr.Name] = layerFile{hdr: hdr, content: content}
 		return err
 	}); err != nil {
 		t.Fatalf("layer: %v", err)
 	}
-	if len(hdrs) != 1 {
-		t.Fatalf("layer has %d entries; want one", len(hdrs))
-	}
-	return hdrs[0], content
+	return files
 }
 
 func sha(b []byte) string {

@@ -42,6 +42,7 @@ type declared struct {
 var deliberate = map[string][]declared{
 	"coredns": {
 		{"extra", "/coredns", "the program"},
+		{"extra", "/LICENSE", "the project's license (Apache-2.0), which a released image carries"},
 		{"missing", "/etc/os-release", "it names the distribution: ours is no Debian, and a scanner would match Debian's advisories to it"},
 		{"missing", "/etc/debian_version", "Debian's, from base-files: we install no Debian package"},
 		{"missing", "/etc/issue", "Debian's login banner, from base-files"},
@@ -64,6 +65,7 @@ var deliberate = map[string][]declared{
 	},
 	"hairpin-proxy": {
 		{"extra", "/hairpin-proxy", "the program"},
+		{"extra", "/LICENSE", "the project's license (Apache-2.0), which a released image carries"},
 		{"missing", "*", "the proxy needs none of the system: it originates no TLS and looks up nothing but DNS names (proxy/README.md)"},
 	},
 }

@@ -102,6 +102,9 @@ func TestBadValuesNameTheField(t *testing.T) {
 		{"direct target without zones", []string{targets(`"d":{"gateways":["g/p"],"direct":{"namespace":"g","name":"s"}}`)}, "/targets/d"},
 		{"target with neither upstream nor direct", []string{targets(`"d":{"zones":["x.org"],"gateways":["g/p"]}`)}, "upstream"},
 		{"tenant without DNS Service IP", []string{defaultZones, `tenant.enabled=true`, `tenant.dnsServiceIP=""`}, "tenant.dnsServiceIP"},
+		{"CoreDNS scrape interval", []string{defaultZones, `corednsMonitor.interval="30 seconds"`}, "/corednsMonitor/interval"},
+		{"CoreDNS scrape without its pods", []string{defaultZones, `corednsMonitor.enabled=true`, `corednsMonitor.podSelector=null`}, "corednsMonitor.podSelector: the labels of the CoreDNS pods"},
+		{"CoreDNS scraped twice in tenant mode", []string{defaultZones, `corednsMonitor.enabled=true`, `tenant.enabled=true`}, "corednsMonitor.enabled: tenant mode's CoreDNS is scraped by serviceMonitor.enabled already"},
 	}
 	tests = append(tests, struct {
 		name string

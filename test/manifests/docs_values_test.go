@@ -34,9 +34,10 @@ func render(t *testing.T, c valuesCase, extra ...string) []apiruntime.Object {
 	return objs
 }
 
-// example is the values case of a file under the chart's examples/.
+// example is the values case of a file under the chart's examples/, with
+// the --set-json flags of the command in its header (its zones), then set.
 func example(t *testing.T, name string, set ...string) valuesCase {
-	return valuesCase{name: name, values: []string{filepath.Join(chartDir(t), "examples", name)}, set: set}
+	return valuesCase{name: name, values: []string{filepath.Join(chartDir(t), "examples", name)}, set: append(headerSets(t, name), set...)}
 }
 
 // dnsPeer returns the peer of the proxy NetworkPolicy's DNS egress rule

@@ -261,7 +261,7 @@ func TestTenantModeCorefileServes(t *testing.T) {
 	h := harness.RequireHelm(t).WithKubeconfig(cp.Kubeconfig)
 	createIngress(t, cp, "app", "nginx", "app.apps.example.org")
 	h.MustRun(t, "install", releaseName, chartDir(t), "--namespace", releaseNamespace, "--create-namespace",
-		"--values", filepath.Join(chartDir(t), "examples", "tenant-mode.yaml"))
+		"--values", filepath.Join(chartDir(t), "examples", "tenant-mode.yaml"), "--set-json", `targets.ingress-nginx.zones=["apps.example.org"]`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

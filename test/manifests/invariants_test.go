@@ -118,8 +118,17 @@ func valuesOf(t *testing.T, r rendered) values {
 	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(r.set, defaultZones) {
-		v.Targets["ingress-nginx"].Zones = []string{"example.com"}
+	// The zones a case sets on the command line (the default target's, an
+	// example's header's): targets.NAME.zones=JSON.
+	for _, s := range r.set {
+		key, val, _ := strings.Cut(s, "=")
+		name, ok := strings.CutSuffix(strings.TrimPrefix(key, "targets."), ".zones")
+		if !ok || !strings.HasPrefix(key, "targets.") || v.Targets[name] == nil {
+			continue
+		}
+		if err := json.Unmarshal([]byte(val), &v.Targets[name].Zones); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
 	}
 	return v
 }

@@ -67,7 +67,7 @@ func (c valuesCase) args() []string {
 const defaultZones = `targets.ingress-nginx.zones=["example.com"]`
 
 // valuesCases returns every values set the chart is checked with: the
-// defaults plus zones, every examples/*.yaml, every plain-manifest render
+// defaults plus zones, every examples/*.yaml with its header's flags, every plain-manifest render
 // (manifests/rendered/NAME/values.yaml on top of the cluster base),
 // testdata/every-option.yaml, which turns on everything that is off by
 // default, and the chart's ci/*-values.yaml.
@@ -80,7 +80,9 @@ func valuesCases(t testing.TB) []valuesCase {
 		t.Fatalf("no examples in the chart (%v)", err)
 	}
 	for _, e := range examples {
-		cases = append(cases, valuesCase{name: "examples/" + filepath.Base(e), values: []string{e}})
+		// As the example's own command installs it: its zones are on
+		// that command line.
+		cases = append(cases, valuesCase{name: "examples/" + filepath.Base(e), values: []string{e}, set: headerSets(t, filepath.Base(e))})
 	}
 	base := filepath.Join(root, "manifests", "rendered", "cluster", "values.yaml")
 	rendered, err := filepath.Glob(filepath.Join(root, "manifests", "rendered", "*", "values.yaml"))

@@ -50,10 +50,12 @@ type summary struct {
 	Files []string `json:"files"`
 }
 
-// makeRelease runs `make release` of this checkout into registry, with
-// its own bin folder (so that the images and binaries other tests read are
-// left alone) and h's helm, and returns that folder.
-func makeRelease(t *testing.T, h *harness.Helm, registry string) string {
+// makeRelease runs README.md's `make` commands of the path before the
+// first release (`make images`, then `make release`) on this checkout,
+// into registry at the test's version, with its own bin folder (so that
+// the images and binaries other tests read are left alone) and h's helm,
+// and returns that folder.
+func makeRelease(t *testing.T, h *harness.Helm, registry string, makes [][]string) string {
 	t.Helper()
 	makeBin, err := exec.LookPath("make")
 	if err != nil {
@@ -62,17 +64,19 @@ func makeRelease(t *testing.T, h *harness.Helm, registry string) string {
 	bin := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, makeBin, "-C", harness.RepoDir(t), "release",
-		"REGISTRY="+registry, "VERSION="+testVersion, "BIN="+bin, "HELM="+h.Bin)
-	// Not the make (and its jobserver) that runs `make test`.
-	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
-		return strings.HasPrefix(e, "MAKEFLAGS=") || strings.HasPrefix(e, "MFLAGS=") || strings.HasPrefix(e, "MAKELEVEL=")
-	}), h.Env()...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("make release: %v\n%s", err, out)
+	for _, words := range makes {
+		args := append([]string{"-C", harness.RepoDir(t)}, asTheTestRuns(words, registry)[1:]...)
+		cmd := exec.CommandContext(ctx, makeBin, append(args, "BIN="+bin, "HELM="+h.Bin)...)
+		// Not the make (and its jobserver) that runs `make test`.
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool {
+			return strings.HasPrefix(e, "MAKEFLAGS=") || strings.HasPrefix(e, "MFLAGS=") || strings.HasPrefix(e, "MAKELEVEL=")
+		}), h.Env()...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(words, " "), err, out)
+		}
+		t.Logf("%s:\n%s", strings.Join(words, " "), lastLines(out, 12))
 	}
-	t.Logf("make release:\n%s", lastLines(out, 12))
 	return bin
 }
 
@@ -81,13 +85,16 @@ func lastLines(b []byte, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// TestReleaseInstallsFromTheRegistry is the release end to end: `make
-// release` into an in-process registry on loopback; both image indexes
+// TestReleaseInstallsFromTheRegistry is the release end to end, as
+// README.md's path before the first release takes it: `make images` and
+// `make release` into an in-process registry on loopback; both image indexes
 // pulled back, each platform's image holding its own version's binary for
 // its architecture; the pushed chart, with its version and appVersion,
 // installed by helm from oci:// onto a real control plane; and every image
 // of the installed release and of the release's plain manifests resolving
-// in that registry by tag and by digest, to the pushed index.
+// in that registry by tag and by digest, to the pushed index; README.md's
+// helm install from that registry; every image and archive carries the
+// checkout's LICENSE.
 func TestReleaseInstallsFromTheRegistry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and pushes a release")
@@ -96,7 +103,8 @@ func TestReleaseInstallsFromTheRegistry(t *testing.T) {
 	harness.RequireAssets(t)
 	host := startRegistry(t)
 	registry := host + "/" + registryPath
-	bin := makeRelease(t, h, registry)
+	makes, helms := readmePath(t)
+	bin := makeRelease(t, h, registry, makes)
 	out := filepath.Join(bin, "release")
 
 	var s summary
@@ -159,6 +167,18 @@ func TestReleaseInstallsFromTheRegistry(t *testing.T) {
 		}
 	})
 
+	t.Run("README's install", func(t *testing.T) {
+		// README.md's helm commands before the first release, with the
+		// chart that `make release` pushed.
+		cp := harness.NewControlPlane(t, harness.ControlPlaneOptions{})
+		hk := h.WithKubeconfig(cp.Kubeconfig)
+		for _, words := range helms {
+			hk.MustRun(t, asTheTestRuns(words, registry)[1:]...)
+		}
+		manifest := hk.MustRun(t, "get", "manifest", "hairpin", "--namespace", namespace)
+		checkImages(t, "README's install", []byte(manifest), registry, s)
+	})
+
 	t.Run("plain manifests", func(t *testing.T) {
 		for _, name := range []string{"hairpin-cluster.yaml", "hairpin-tenant.yaml"} {
 			b, err := os.ReadFile(filepath.Join(out, name))
@@ -170,6 +190,8 @@ func TestReleaseInstallsFromTheRegistry(t *testing.T) {
 	})
 
 	t.Run("sums", func(t *testing.T) { checkSums(t, out, s) })
+
+	t.Run("license", func(t *testing.T) { checkLicense(t, registry, out, s) })
 }
 
 // checkIndex pulls the image index at tag and checks that it is the

@@ -36,7 +36,8 @@ func NetBindServiceCapability() []byte {
 // Layer returns the binary layer of the image of s for p: p's binary at
 // s.Path, mode 0755, root-owned like every file of the stock image (user
 // 65532 may run it, not rewrite it), with the file capability when
-// s.NetBindService. The same binary always gives the same digest.
+// s.NetBindService, and s.License at LicensePath (0644 root). The same
+// inputs always give the same digest.
 func Layer(s Spec, p Platform) (v1.Layer, error) {
 	bin, err := os.ReadFile(p.Binary)
 	if err != nil {
@@ -46,7 +47,11 @@ func Layer(s Spec, p Platform) (v1.Layer, error) {
 	if s.NetBindService {
 		f.PAXRecords = map[string]string{CapabilityXattr: string(NetBindServiceCapability())}
 	}
-	layer, err := NewLayer([]File{f})
+	files := []File{f}
+	if len(s.License) > 0 {
+		files = append(files, File{Path: LicensePath, Mode: 0o644, Body: s.License})
+	}
+	layer, err := NewLayer(files)
 	if err != nil {
 		return nil, fmt.Errorf("image %s %s: %w", s.Name, p, err)
 	}

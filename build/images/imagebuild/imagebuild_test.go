@@ -291,3 +291,36 @@ func writeZip(t *testing.T, entries map[string]string) string {
 	}
 	return path
 }
+
+func TestBinaryLayerCarriesTheLicense(t *testing.T) {
+	bin := writeBinaries(t, t.TempDir(), "hairpin-proxy", "binary for ")
+	tests := []struct {
+		name    string
+		license []byte
+		want    []string
+	}{
+		{"with a license", []byte("the license\n"), []string{`LICENSE 644 0:0 "the license\n"`, `hairpin-proxy 755 0:0 "binary for amd64"`}},
+		{"without one", nil, []string{`hairpin-proxy 755 0:0 "binary for amd64"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Proxy(bin, "v1")
+			s.License = tt.license
+			l, err := Layer(s, s.Platforms[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			if err := rootfs.WalkLayer(l, func(hdr *tar.Header, r io.Reader) error {
+				b, err := io.ReadAll(r)
+				got = append(got, fmt.Sprintf("%s %o %d:%d %q", hdr.Name, hdr.Mode, hdr.Uid, hdr.Gid, b))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("layer entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

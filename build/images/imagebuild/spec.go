@@ -81,7 +81,14 @@ type Spec struct {
 	Version string
 	// Repository is the registry path of the tag, e.g. DefaultRepository.
 	Repository string
+	// License is the text of the project's license, written at LicensePath
+	// beside the binary: a released image carries the terms it is under,
+	// not only the licenses label. Empty: no license file.
+	License []byte
 }
+
+// LicensePath is where an image holds the project's license.
+const LicensePath = "/LICENSE"
 
 // CoreDNS returns the Spec of the coredns image for the binaries under
 // binDir (binDir/linux-ARCH/coredns): what the stock CoreDNS image holds

@@ -124,6 +124,9 @@ every render. Disabled targets are checked too. */ -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.corednsMonitor.enabled .Values.tenant.enabled -}}
+{{- fail "corednsMonitor.enabled: tenant mode's CoreDNS is scraped by serviceMonitor.enabled already; turn one of them off" -}}
+{{- end -}}
 {{- $p := .Values.proxy -}}
 {{- $stop := addf (include "hairpin.seconds" $p.lameduck | float64) (include "hairpin.seconds" $p.drainTimeout | float64) -}}
 {{- if le (float64 $p.terminationGracePeriodSeconds) $stop -}}
