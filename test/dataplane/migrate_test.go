@@ -57,7 +57,9 @@ func TestMigrateFromOuroboros(t *testing.T) {
 		root := cozyControllers[0]
 		migrate(t, migrationShape{
 			name: "cozystack-management", ic: root, tenant: false,
-			start: func(t *testing.T) *dataplane.Env { return startCozystack(t, "migrate-cozy", dataplane.CozystackCRDs(t)) },
+			start: func(t *testing.T) *dataplane.Env {
+				return startCozystack(t, "migrate-cozy", dataplane.CozystackCRDs(t))
+			},
 			o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
 				ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
 			// The platform with the PROXY protocol on emits ouroboros's
