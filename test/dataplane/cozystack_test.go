@@ -67,7 +67,7 @@ func TestCozystackManagementCluster(t *testing.T) {
 func cozystackStory(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
-	e := startCozystack(t, "cozy")
+	e := startCozystack(t, "cozy", cozyControllers)
 	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
@@ -166,13 +166,15 @@ func cozystackStory(t *testing.T) {
 // startCozystack starts a cluster of the shape of Cozystack's management
 // cluster: Cilium as kube-proxy replacement, Talos's stock Corefile for
 // cozy.local, Cozystack's two ingress controllers, prometheus-operator's
-// CRDs for the chart's example, and crds, further CRD folders. Its name is
+// CRDs for the chart's example, and crds, further CRD folders. controllers
+// are Cozystack's ingress controllers it runs (cozyControllers, or the root
+// tenant's alone). Its name is
 // unique among the clusters that run side by side (TestMain): it names the
 // node's network namespaces and cgroup.
-func startCozystack(t *testing.T, name string, crds ...string) *dataplane.Env {
+func startCozystack(t *testing.T, name string, controllers []cluster.IngressController, crds ...string) *dataplane.Env {
 	return dataplane.StartWith(t, dataplane.Config{
 		Mode: cozyDataplane, Name: name, Distribution: "talos", ClusterDomain: cozyDomain,
-		Controllers: cozyControllers, CRDDirs: append([]string{dataplane.MonitoringCRDs(t)}, crds...),
+		Controllers: controllers, CRDDirs: append([]string{dataplane.MonitoringCRDs(t)}, crds...),
 	})
 }
 

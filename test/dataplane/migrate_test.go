@@ -58,7 +58,7 @@ func TestMigrateFromOuroboros(t *testing.T) {
 		migrate(t, migrationShape{
 			name: "cozystack-management", ic: root, tenant: false,
 			start: func(t *testing.T) *dataplane.Env {
-				return startCozystack(t, "migrate-cozy", dataplane.CozystackCRDs(t))
+				return startCozystack(t, "migrate-cozy", cozyControllers[:1], dataplane.CozystackCRDs(t))
 			},
 			o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
 				ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
