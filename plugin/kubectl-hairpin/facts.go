@@ -133,8 +133,9 @@ type Controller struct {
 	// IngressClasses and Gateways are what it serves.
 	IngressClasses []string
 	Gateways       []GatewayRef
-	// LBs are its Services that outside clients reach at an address the
-	// dataplane knows: LoadBalancer Services, and any with externalIPs.
+	// LBs are its Services that outside clients reach: LoadBalancer
+	// Services and any with externalIPs, at an address the dataplane
+	// knows, and NodePort Services, through a load balancer outside.
 	LBs []*core.Service
 	// Upstream is the Service a target's proxy should relay to; nil when
 	// none was found.
