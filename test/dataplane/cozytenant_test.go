@@ -3,7 +3,11 @@ package dataplane_test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -145,6 +149,21 @@ func cozystackTenantStory(t *testing.T) {
 
 	step("CheckFailsBeforeInstallNamingTheController", func(t *testing.T) {
 		checkFailsNamingEveryController(ctx, t, e, tenantControllers)
+		r := check(ctx, t, e)
+		t.Logf("kubectl hairpin check before the install (exit %d):\n%s", r.Exit, r.Table)
+		checkReadsTheTenant(t, e, r)
+		// Broken: which host, and why (the controller requires PROXY,
+		// Cilium short-circuits its address, no target selects its class,
+		// and CoreDNS may not list Ingresses yet: the chart grants that).
+		for _, want := range []checkLine{
+			{"controllers-found", "ok", `ingress-nginx deployment/cozy-ingress-nginx/ingress-nginx-controller requires PROXY (ConfigMap cozy-ingress-nginx/ingress-nginx-controller: use-proxy-protocol: "true"); it serves ingress class "nginx"`},
+			{"ingress-class-target", "fail", `ingress class "nginx" is served by a controller that requires PROXY, and no target selects it`},
+			{"hosts-unselected", "warn", `1 object of ingress class "nginx" names hosts that no target selects, so they are not answered: ` + ic.Hosts[0]},
+			{"targets-found", "fail", "no target in hairpin-system (Services labelled hairpin.coredns-hairpin.io/target), but 1 controller requires PROXY behind a short-circuited load balancer"},
+			{"coredns-kinds", "fail", "hairpin has not listed ingress in coredns-"},
+		} {
+			want.in(t, r)
+		}
 	})
 
 	step("InstallTheTenantExampleWithItsZone", func(t *testing.T) {
@@ -168,15 +187,112 @@ func cozystackTenantStory(t *testing.T) {
 		if got, err := e.Resolve(ctx, ic.Hosts[0]); err != nil || !slices.Equal(got, []netip.Addr{target}) {
 			t.Errorf("%s through the client pod's search path: %v (%v); want its target %s", ic.Hosts[0], got, err, target)
 		}
+		// The host under a search domain is no hairpin host: NXDOMAIN,
+		// as before the install, from every domain of the path.
+		for _, domain := range []string{"default.svc.cluster.local", "cluster.local", dataplane.CozyPlatformDomain} {
+			if got, err := e.ResolveAt(ctx, cluster.DNSIP, ic.Hosts[0]+"."+domain); err != nil || len(got) != 0 {
+				t.Errorf("%s.%s: %v (%v); want no address", ic.Hosts[0], domain, got, err)
+			}
+		}
+		// And a Pod's short names resolve as before the install.
+		if got, err := e.Resolve(ctx, "kubernetes.default"); err != nil || !slices.Equal(got, []netip.Addr{cluster.KubernetesIP}) {
+			t.Errorf("kubernetes.default from the client pod after the install: %v (%v); want %s", got, err, cluster.KubernetesIP)
+		}
 	})
 
 	step("CheckPassesAfterInstall", func(t *testing.T) {
-		checkNamesTheDataplane(t, checkPassesAfterInstall(ctx, t, e), caps, tenantControllers)
+		r := checkPassesAfterInstall(ctx, t, e)
+		t.Logf("kubectl hairpin check after the install (exit %d):\n%s", r.Exit, r.Table)
+		checkNamesTheDataplane(t, r, caps, tenantControllers)
+		checkReadsTheTenant(t, e, r)
+		for _, want := range []checkLine{
+			{"ingress-class-target", "ok", `ingress class "nginx" is served by a controller that requires PROXY, and target hairpin-system/ingress-nginx selects it`},
+			{"targets-found", "ok", "1 target in hairpin-system: ingress-nginx"},
+			{"coredns-targets", "ok", "CoreDNS serves 1 target"},
+			{"hosts-unselected", "ok", "every object that names hosts is selected by a target"},
+			{"target-unnecessary", "ok", "no target fronts a controller that needs no hairpin"},
+		} {
+			want.in(t, r)
+		}
+		if fails := r.Failures(); len(fails) > 0 {
+			t.Errorf("failures after the install: %+v", fails)
+		}
 	})
 
 	step("UninstallRestoresThePublicAnswerAndLeavesNothing", func(t *testing.T) {
 		uninstallRestoresThePublicAnswers(ctx, t, e, tenantControllers)
 	})
+
+	// The same tenant with exposeMethod Proxied: its ingress-nginx, still
+	// requiring PROXY, is a NodePort Service behind the management
+	// cluster's ingress, whose address the tenant's dataplane does not
+	// know. Its Pods reach the host by the public address, with the
+	// header, and the check says that no fix is needed, and why.
+	step("ProxiedNeedsNoFix", func(t *testing.T) {
+		if err := e.ExposeProxied(ctx, ic, dataplane.CozyManagementIngressIP); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.WaitResolves(ctx, ic.Hosts[0], dataplane.CozyManagementIngressIP); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ pod, url string }{
+			{dataplane.ClientPod, "http://" + ic.Hosts[0] + "/"}, {dataplane.ClientPod, "https://" + ic.Hosts[0] + "/"},
+			{dataplane.HostClientPod, "http://" + ic.Hosts[0] + "/"},
+		} {
+			if body, err := e.WaitCurlFrom(ctx, c.pod, c.url); err != nil || !strings.Contains(body, "controller="+ic.Namespace) {
+				t.Errorf("%s from the %s pod through the management ingress: %q, %v; want controller=%s", c.url, c.pod, body, err, ic.Namespace)
+			}
+		}
+		r := check(ctx, t, e)
+		t.Logf("kubectl hairpin check with exposeMethod Proxied (exit %d):\n%s", r.Exit, r.Table)
+		if r.Exit != 0 {
+			t.Errorf("kubectl hairpin check exited %d with exposeMethod Proxied; want 0: no fix is needed", r.Exit)
+		}
+		why := "nothing is short-circuited: cozy-ingress-nginx/ingress-nginx-controller NodePort 30000, 30001 (no address of the dataplane's: in-cluster clients reach it through the load balancer outside, as outside clients do)"
+		for _, want := range []checkLine{
+			{"lb-status", "ok", "ingress-nginx deployment/cozy-ingress-nginx/ingress-nginx-controller needs no hairpin: " + why},
+			{"ingress-class-target", "ok", `ingress class "nginx" needs no target: ` + why},
+			{"dataplane", "ok", "the Service dataplane is Cilium " + caps.Version + " as kube-proxy replacement"},
+		} {
+			want.in(t, r)
+		}
+		if fails := r.Failures(); len(fails) > 0 {
+			t.Errorf("failures with exposeMethod Proxied: %+v", fails)
+		}
+	})
+}
+
+// checkLine is one line that kubectl hairpin check must print: its id,
+// status and a piece of its message, in the JSON and in the table.
+type checkLine struct{ id, status, message string }
+
+// in fails t unless r has the line.
+func (l checkLine) in(t *testing.T, r *dataplane.CheckReport) {
+	t.Helper()
+	of := map[string]func(string) []dataplane.CheckResult{"ok": r.Passed, "warn": r.Warned, "fail": r.Failed}[l.status](l.id)
+	if !dataplane.Mentions(of, l.message) || !strings.Contains(r.Table, l.message) {
+		t.Errorf("no %s line of %s says %q\n%s", l.status, l.id, l.message, r.Table)
+	}
+}
+
+// checkReadsTheTenant fails t unless the check read the tenant's own
+// CoreDNS (Cozystack's, behind kube-system/kube-dns, its Corefile with the
+// files it imports) and its Cilium in cozy-cilium, and named no
+// kube-proxy: the tenant has none.
+func checkReadsTheTenant(t *testing.T, e *dataplane.Env, r *dataplane.CheckReport) {
+	t.Helper()
+	for _, want := range []checkLine{
+		{"coredns-pods", "ok", "CoreDNS runs behind kube-system/kube-dns: 2/2 pods ready, image " + e.CoreDNSImage()},
+		{"coredns-image", "ok", "CoreDNS runs a hairpin build (" + e.CoreDNSImage() + ")"},
+		{"coredns-activation", "ok", "hairpin is active in every server block with kubernetes"},
+		{"hosts-shadowed", "ok", "(0 name rewrite rules read in ConfigMap kube-system/coredns, key Corefile and the files it imports)"},
+		{"dataplane", "ok", `(ConfigMap ` + cluster.CiliumNamespace + `/cilium-config: kube-proxy-replacement: "true"; DaemonSet ` + cluster.CiliumNamespace + `/cilium: image `},
+	} {
+		want.in(t, r)
+	}
+	if strings.Contains(r.Table, "kube-proxy v") || strings.Contains(r.Table, "DaemonSet kube-system/kube-proxy") {
+		t.Errorf("the check names a kube-proxy on a tenant that runs none:\n%s", r.Table)
+	}
 }
 
 // cozystacksCoreDNS holds kube-dns to what Cozystack's coredns package
@@ -225,5 +341,56 @@ func cozystacksCoreDNS(ctx context.Context, t *testing.T, e *dataplane.Env) {
 	}
 	if dev := dataplane.KubeDNSClusterIPDeviation; svc.Spec.ClusterIP != dev.Ours || !slices.Contains(dataplane.CozyTenantDeviations, dev) {
 		t.Errorf("kube-dns's ClusterIP is %s; the deviation table says ours is %s where Cozystack's is %s", svc.Spec.ClusterIP, dev.Ours, dev.Cozystack)
+	}
+}
+
+// TestDocsKeepCozystacksTenantDNSAddress holds our Cozystack examples and
+// docs to Cozystack's own kube-dns address, which the tenant test may not
+// use ([dataplane.KubeDNSClusterIPDeviation]): wherever they name the
+// tenant's DNS address (a Service IP of the cozystack-coredns addon), it
+// is Cozystack's, and the test's own never leaks into them.
+func TestDocsKeepCozystacksTenantDNSAddress(t *testing.T) {
+	dev := dataplane.KubeDNSClusterIPDeviation
+	repo := harness.RepoDir(t)
+	examples, err := filepath.Glob(filepath.Join(repo, "manifests", "coredns-hairpin", "examples", "cozystack-*"))
+	if err != nil || len(examples) == 0 {
+		t.Fatalf("no Cozystack example (%v)", err)
+	}
+	var files []string
+	for _, ex := range examples {
+		err := filepath.WalkDir(ex, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				files = append(files, path)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	files = append(files, filepath.Join(repo, "docs", "tenant.md"), filepath.Join(repo, "docs", "install", "cozystack.md"))
+	// "Service IP 10.95.0.10", "Service IP `10.95.0.10`": the address
+	// after the words, whatever quotes it.
+	serviceIP := regexp.MustCompile("Service IP\\W+(\\d+\\.\\d+\\.\\d+\\.\\d+)")
+	named := 0
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, rel := strings.Join(strings.Fields(string(b)), " "), strings.TrimPrefix(path, repo+"/")
+		for _, m := range serviceIP.FindAllStringSubmatch(text, -1) {
+			named++
+			if m[1] != dev.Cozystack {
+				t.Errorf("%s names the tenant's DNS address %s; Cozystack's is %s", rel, m[1], dev.Cozystack)
+			}
+		}
+		if strings.Contains(text, dev.Ours) {
+			t.Errorf("%s names the test cluster's kube-dns address %s; Cozystack's is %s", rel, dev.Ours, dev.Cozystack)
+		}
+	}
+	// The tenant example, tenant.md and install/cozystack.md each name it.
+	if named < 3 {
+		t.Errorf("the Cozystack examples and docs name the tenant's DNS address %d times; want it in the tenant example, tenant.md and install/cozystack.md", named)
 	}
 }
