@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-hairpin/hairpin/test/dataplane"
 	"github.com/coredns-hairpin/hairpin/test/harness"
@@ -46,10 +47,13 @@ func TestCozystackTenantCluster(t *testing.T) {
 	if !cluster.Covers(dp) {
 		t.Skipf("the %s dataplane, of which %s is a shape, is left out: %s", dp.Mode(), dp.Name(), cluster.EnvDataplanes)
 	}
-	t.Run(dp.Name(), cozystackTenantStory)
+	t.Run(dp.Name(), func(t *testing.T) { cozystackTenantStory(t, dp) })
 }
 
-func cozystackTenantStory(t *testing.T) {
+// tenantZone gives the tenant's zone to the install on the command line.
+var tenantZone = []string{"--set-json", `targets.ingress-nginx.zones=["` + dataplane.CozyTenantZone + `"]`}
+
+func cozystackTenantStory(t *testing.T, dp cluster.Dataplane) {
 	start := time.Now()
 	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
 	e := dataplane.StartWith(t, dataplane.Config{
@@ -65,6 +69,16 @@ func cozystackTenantStory(t *testing.T) {
 		if !t.Run(name, fn) {
 			t.FailNow()
 		}
+	}
+	// The lifecycle on the tenant: its adoption, install, a CoreDNS
+	// rollout and its uninstall, counted by the steady clients with
+	// TestLifecycleLosesNoRequest's goals, are this story's own steps.
+	life := newLifecycleRun(ctx, t, dp.Name(), e, tenantControllers, []string{"ingress-nginx"}, func(ctx context.Context, t testing.TB) (string, error) {
+		return installExampleValues(ctx, t, e, "cozystack-tenant.yaml", tenantZone...)
+	})
+	defer func() { life.t = t; life.stop(start) }()
+	lifeStep := func(name string, fn func()) {
+		step(name, func(t *testing.T) { life.t = t; fn() })
 	}
 
 	step("TheDataplaneIsATenantsCilium", func(t *testing.T) {
@@ -147,6 +161,16 @@ func cozystackTenantStory(t *testing.T) {
 		brokenAndTranslated(ctx, t, e, tenantControllers)
 	})
 
+	// Cozystack's CoreDNS goes back to its stock image, and our image
+	// comes in as examples/cozystack-coredns/values.yaml swaps it: the
+	// addon renders the image of its coredns.image values.
+	lifeStep("AdoptionThroughTheCoreDNSValues", func() {
+		image := cozystackCoreDNSValuesImage(life.t, e)
+		life.onStockCoreDNS()
+		life.startClients()
+		life.adoption(image)
+	})
+
 	step("CheckFailsBeforeInstallNamingTheController", func(t *testing.T) {
 		checkFailsNamingEveryController(ctx, t, e, tenantControllers)
 		r := check(ctx, t, e)
@@ -166,12 +190,10 @@ func cozystackTenantStory(t *testing.T) {
 		}
 	})
 
-	step("InstallTheTenantExampleWithItsZone", func(t *testing.T) {
-		// As written, with the tenant's zone on the command line: the
-		// example's names are the tenant's (cozy-ingress-nginx, class
-		// nginx, CoreDNS's ServiceAccount kube-dns).
-		installExample(ctx, t, e, "cozystack-tenant.yaml", "--set-json", `targets.ingress-nginx.zones=["`+dataplane.CozyTenantZone+`"]`)
-	})
+	// As written, with the tenant's zone on the command line: the
+	// example's names are the tenant's (cozy-ingress-nginx, class nginx,
+	// CoreDNS's ServiceAccount kube-dns).
+	lifeStep("InstallTheTenantExampleWithItsZone", life.install)
 
 	step("FixedTheHostReachesItsController", func(t *testing.T) {
 		fixedEachHostReachesItsOwnController(ctx, t, e, tenantControllers)
@@ -200,6 +222,8 @@ func cozystackTenantStory(t *testing.T) {
 		}
 	})
 
+	lifeStep("CoreDNSRolloutLosesNoRequest", life.coreDNSRollout)
+
 	step("CheckPassesAfterInstall", func(t *testing.T) {
 		r := checkPassesAfterInstall(ctx, t, e)
 		t.Logf("kubectl hairpin check after the install (exit %d):\n%s", r.Exit, r.Table)
@@ -219,8 +243,11 @@ func cozystackTenantStory(t *testing.T) {
 		}
 	})
 
-	step("UninstallRestoresThePublicAnswerAndLeavesNothing", func(t *testing.T) {
-		uninstallRestoresThePublicAnswers(ctx, t, e, tenantControllers)
+	lifeStep("UninstallRestoresThePublicAnswerAndLeavesNothing", life.uninstall)
+
+	step("TheLifecycleLosesNoRequest", func(t *testing.T) {
+		life.t = t
+		life.stop(start)
 	})
 
 	// The same tenant with exposeMethod Proxied: its ingress-nginx, still
@@ -260,6 +287,31 @@ func cozystackTenantStory(t *testing.T) {
 			t.Errorf("failures with exposeMethod Proxied: %+v", fails)
 		}
 	})
+}
+
+// cozystackCoreDNSValuesImage is the image that the Cozystack tenant's
+// CoreDNS runs with examples/cozystack-coredns/values.yaml: the addon's
+// coredns chart renders coredns.image.repository:tag. It is our image as
+// the test cluster runs it.
+func cozystackCoreDNSValuesImage(t *testing.T, e *dataplane.Env) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.Chart, "examples", "cozystack-coredns", "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		CoreDNS struct {
+			Image struct{ Repository, Tag string }
+		} `json:"coredns"`
+	}
+	if err := yaml.UnmarshalStrict(b, &v); err != nil {
+		t.Fatalf("examples/cozystack-coredns/values.yaml: %v", err)
+	}
+	image := v.CoreDNS.Image.Repository + ":" + v.CoreDNS.Image.Tag
+	if image != e.CoreDNSImage() {
+		t.Fatalf("examples/cozystack-coredns/values.yaml swaps in %s; the chart's CoreDNS is %s", image, e.CoreDNSImage())
+	}
+	return image
 }
 
 // checkLine is one line that kubectl hairpin check must print: its id,
