@@ -41,6 +41,9 @@ var checkCases = []checkCase{
 		as: withoutGroup("apps")},
 
 	{id: idCoreDNSPods, name: "ReadyPodsBehindKubeDNS", want: OK, contains: "2/2 pods ready"},
+	{id: idCoreDNSPods, name: "NamesTheDeploymentAsTheDistributionDoes", want: OK, contains: "image ghcr.io/coredns-hairpin/coredns:v0.1.0 (deployment/kube-system/coredns)", change: func(t *testing.T, c *cluster) {
+		c.add(deployment("kube-system", "coredns", map[string]string{"k8s-app": "kube-dns"}))
+	}},
 	{id: idCoreDNSPods, name: "NoKubeDNSService", want: Fail, contains: "does not exist", change: func(t *testing.T, c *cluster) {
 		c.remove("kube-system", "kube-dns")
 	}},

@@ -328,16 +328,16 @@ func (l checkLine) in(t *testing.T, r *dataplane.CheckReport) {
 }
 
 // checkReadsTheTenant fails t unless the check read the tenant's own
-// CoreDNS (Cozystack's, behind kube-system/kube-dns, its Corefile with the
-// files it imports) and its Cilium in cozy-cilium, and named no
-// kube-proxy: the tenant has none.
+// CoreDNS (Cozystack's Deployment coredns behind kube-system/kube-dns, its
+// Corefile with the import of the empty coredns-custom) and its Cilium in
+// cozy-cilium, and named no kube-proxy: the tenant has none.
 func checkReadsTheTenant(t *testing.T, e *dataplane.Env, r *dataplane.CheckReport) {
 	t.Helper()
 	for _, want := range []checkLine{
-		{"coredns-pods", "ok", "CoreDNS runs behind kube-system/kube-dns: 2/2 pods ready, image " + e.CoreDNSImage()},
+		{"coredns-pods", "ok", "CoreDNS runs behind kube-system/kube-dns: 2/2 pods ready, image " + e.CoreDNSImage() + " (deployment/kube-system/coredns)"},
 		{"coredns-image", "ok", "CoreDNS runs a hairpin build (" + e.CoreDNSImage() + ")"},
 		{"coredns-activation", "ok", "hairpin is active in every server block with kubernetes"},
-		{"hosts-shadowed", "ok", "(0 name rewrite rules read in ConfigMap kube-system/coredns, key Corefile and the files it imports)"},
+		{"hosts-shadowed", "ok", "(0 name rewrite rules read in ConfigMap kube-system/coredns, key Corefile and the files it imports: import " + cluster.CustomDir + "/*.override, which no key of ConfigMap kube-system/coredns-custom matches)"},
 		{"dataplane", "ok", `(ConfigMap ` + cluster.CiliumNamespace + `/cilium-config: kube-proxy-replacement: "true"; DaemonSet ` + cluster.CiliumNamespace + `/cilium: image `},
 	} {
 		want.in(t, r)
