@@ -144,6 +144,15 @@ var checkCases = []checkCase{
 		}
 	}},
 
+	{id: idTargetsFound, name: "NoTargetAndNoneNeeded", want: OK, contains: "no target in hairpin-system (Services labelled hairpin.coredns-hairpin.io/target), and none is needed: no controller that requires PROXY has an address the dataplane short-circuits", change: func(t *testing.T, c *cluster) {
+		exposeByNodePorts(t, c)
+		find[*core.Service](t, c, "envoy-gateway-system", "envoy-tenant-gw-1a2b3c").Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{Hostname: "lb.example.net"}}
+		for _, name := range []string{"ingress-nginx", "tenant-gw"} {
+			c.remove("hairpin-system", name)
+			c.remove("hairpin-system", name+"-x7k2p")
+		}
+	}},
+
 	{id: idTargetAnnotations, name: "AnnotationsParse", want: OK, contains: "target hairpin-system/tenant-gw selects gateways tenant/gw"},
 	{id: idTargetAnnotations, name: "MalformedGateways", want: Fail, contains: "fix targets.tenant-gw.gateways", change: func(t *testing.T, c *cluster) {
 		find[*core.Service](t, c, "hairpin-system", "tenant-gw").Annotations[rules.GatewaysAnnotation] = "gw"

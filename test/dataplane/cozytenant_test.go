@@ -280,6 +280,8 @@ func cozystackTenantStory(t *testing.T, dp cluster.Dataplane) {
 			{"lb-status", "ok", "ingress-nginx deployment/cozy-ingress-nginx/ingress-nginx-controller needs no hairpin: " + why},
 			{"ingress-class-target", "ok", `ingress class "nginx" needs no target: ` + why},
 			{"dataplane", "ok", "the Service dataplane is Cilium " + caps.Version + " as kube-proxy replacement"},
+			{"targets-found", "ok", "no target in hairpin-system (Services labelled hairpin.coredns-hairpin.io/target), and none is needed"},
+			{"hosts-unselected", "ok", `1 object of ingress class "nginx" names hosts that no target selects, and need none: ` + why},
 		} {
 			want.in(t, r)
 		}
