@@ -65,9 +65,14 @@ func cozystackTenantStory(t *testing.T, dp cluster.Dataplane) {
 	defer cancel()
 	ic := dataplane.CozyTenantIngress
 	caps := e.Capabilities()
+	// No kube-proxy runs at any point of the story: the node's processes
+	// are read after every step.
 	step := func(name string, fn func(t *testing.T)) {
 		if !t.Run(name, fn) {
 			t.FailNow()
+		}
+		if procs, err := e.NodeProcesses(); err != nil || slices.Contains(procs, "kube-proxy") {
+			t.Fatalf("after %s the node runs %v (%v); a tenant runs no kube-proxy", name, procs, err)
 		}
 	}
 	// The lifecycle on the tenant: its adoption, install, a CoreDNS
