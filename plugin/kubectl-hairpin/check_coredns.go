@@ -77,7 +77,11 @@ func corednsPods(f *Facts) Check {
 			}
 		}
 	}
-	c := newCheck(idCoreDNSPods, OK, "CoreDNS runs behind %s/%s: %d/%d pods ready, image %s", ns, kubeDNS, ready, len(f.CoreDNS), listed(images)).on(svc).on(objects...)
+	of := ""
+	if len(f.CoreDNSDeployments) > 0 {
+		of = " (" + listed(f.CoreDNSDeployments) + ")"
+	}
+	c := newCheck(idCoreDNSPods, OK, "CoreDNS runs behind %s/%s: %d/%d pods ready, image %s%s", ns, kubeDNS, ready, len(f.CoreDNS), listed(images), of).on(svc).on(f.CoreDNSDeployments...).on(objects...)
 	switch {
 	case ready == 0:
 		c.Status = Fail

@@ -69,7 +69,7 @@ func hostsShadowed(f *Facts) []Check {
 	}
 	if len(out) == 0 {
 		where := "ConfigMap " + cf.ConfigMap + ", key " + cf.Key
-		msg := fmt.Sprintf("no rewrite rule covers a hairpin host (%s read in %s and the files it imports)", plural(count, "name rewrite rule", "name rewrite rules"), where)
+		msg := fmt.Sprintf("no rewrite rule covers a hairpin host (%s read in %s and the files it imports%s)", plural(count, "name rewrite rule", "name rewrite rules"), where, importsRead(cf.Imports))
 		if told > 0 {
 			msg += fmt.Sprintf(", and no CoreDNS replica's loaded rewrite renames one (%d/%d replicas say so)", told, len(f.CoreDNS))
 		}
@@ -185,4 +185,25 @@ func servesAny(blocks []ServerBlock, bi int, hosts []string) bool {
 		}
 	}
 	return false
+}
+
+// importsRead is ": import PATTERN, what it read; ..." for the imports of
+// a Corefile, "" for none: an import that reads nothing (an optional
+// ConfigMap with no data, as Cozystack's coredns-custom) is named too.
+func importsRead(imports []Import) string {
+	var out []string
+	for _, i := range imports {
+		switch {
+		case len(i.Files) > 0:
+			out = append(out, "import "+i.Pattern+", "+strings.Join(i.Files, ", "))
+		case i.ConfigMap != "":
+			out = append(out, "import "+i.Pattern+", which no key of ConfigMap "+i.ConfigMap+" matches")
+		default:
+			out = append(out, "import "+i.Pattern+", which matches no file")
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(out, "; ")
 }

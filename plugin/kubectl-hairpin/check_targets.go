@@ -32,9 +32,14 @@ func checkTargets(f *Facts) []Check {
 				needing++
 			}
 		}
-		if needing > 0 {
+		switch {
+		case needing > 0:
 			c.Status = Fail
 			c.Message = fmt.Sprintf("no target in %s (Services labelled %s), but %s PROXY behind a short-circuited load balancer", ns, rules.TargetLabel, plural(needing, "controller requires", "controllers require"))
+		case len(f.Controllers) > 0:
+			// Every controller that requires PROXY is reached through its
+			// load balancer (its lb-status line says why): nothing to install.
+			return []Check{newCheck(idTargetsFound, OK, "no target in %s (Services labelled %s), and none is needed: no controller that requires PROXY has an address the dataplane short-circuits", ns, rules.TargetLabel)}
 		}
 		return []Check{c.hint("install the chart (zones are yours to check): %s; or pass --namespace where it is installed", installCommand(f))}
 	}

@@ -41,6 +41,9 @@ var checkCases = []checkCase{
 		as: withoutGroup("apps")},
 
 	{id: idCoreDNSPods, name: "ReadyPodsBehindKubeDNS", want: OK, contains: "2/2 pods ready"},
+	{id: idCoreDNSPods, name: "NamesTheDeploymentAsTheDistributionDoes", want: OK, contains: "image ghcr.io/coredns-hairpin/coredns:v0.1.0 (deployment/kube-system/coredns)", change: func(t *testing.T, c *cluster) {
+		c.add(deployment("kube-system", "coredns", map[string]string{"k8s-app": "kube-dns"}))
+	}},
 	{id: idCoreDNSPods, name: "NoKubeDNSService", want: Fail, contains: "does not exist", change: func(t *testing.T, c *cluster) {
 		c.remove("kube-system", "kube-dns")
 	}},
@@ -135,6 +138,15 @@ var checkCases = []checkCase{
 
 	{id: idTargetsFound, name: "Targets", want: OK, contains: "2 targets in hairpin-system: ingress-nginx, tenant-gw"},
 	{id: idTargetsFound, name: "NoTargetButControllersNeedOne", want: Fail, contains: "but 2 controllers require PROXY", change: func(t *testing.T, c *cluster) {
+		for _, name := range []string{"ingress-nginx", "tenant-gw"} {
+			c.remove("hairpin-system", name)
+			c.remove("hairpin-system", name+"-x7k2p")
+		}
+	}},
+
+	{id: idTargetsFound, name: "NoTargetAndNoneNeeded", want: OK, contains: "no target in hairpin-system (Services labelled hairpin.coredns-hairpin.io/target), and none is needed: no controller that requires PROXY has an address the dataplane short-circuits", change: func(t *testing.T, c *cluster) {
+		exposeByNodePorts(t, c)
+		find[*core.Service](t, c, "envoy-gateway-system", "envoy-tenant-gw-1a2b3c").Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{Hostname: "lb.example.net"}}
 		for _, name := range []string{"ingress-nginx", "tenant-gw"} {
 			c.remove("hairpin-system", name)
 			c.remove("hairpin-system", name+"-x7k2p")

@@ -21,6 +21,9 @@ type mountedFile struct {
 type podFiles struct {
 	files  map[string]mountedFile
 	opaque []string
+	// configMaps are the ConfigMaps ("namespace/name") by mount path,
+	// also those with no key: an import of one reads nothing.
+	configMaps map[string]string
 }
 
 // maxImports bounds the imports spliced into one Corefile, as caddy's
@@ -38,14 +41,17 @@ type corefileReader struct {
 	i        int
 	snippets map[string][]caddyfile.Token
 	imports  int
+	// read are the imports of files, in the order they were spliced.
+	read []Import
 }
 
-// readCorefile reads the server blocks of the Corefile at conf. The
-// blocks read before an error are returned with it.
-func readCorefile(conf string, fs podFiles) ([]ServerBlock, error) {
+// readCorefile reads the server blocks of the Corefile at conf, and the
+// imports of files it spliced into them. What was read before an error is
+// returned with it.
+func readCorefile(conf string, fs podFiles) ([]ServerBlock, []Import, error) {
 	toks, err := fs.tokens(conf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := &corefileReader{fs: fs, toks: toks, snippets: map[string][]caddyfile.Token{}}
 	var blocks []ServerBlock
@@ -64,10 +70,10 @@ func readCorefile(conf string, fs podFiles) ([]ServerBlock, error) {
 			}
 		}
 		if err != nil {
-			return blocks, err
+			return blocks, r.read, err
 		}
 	}
-	return blocks, nil
+	return blocks, r.read, nil
 }
 
 // tokens lexes the file at p, each token marked with its path.
@@ -110,9 +116,11 @@ func (r *corefileReader) splice() error {
 	imported, ok := r.snippets[pattern]
 	if !ok {
 		var err error
-		if imported, err = r.fs.glob(at, pattern); err != nil {
+		var read Import
+		if imported, read, err = r.fs.glob(at, pattern); err != nil {
 			return err
 		}
+		r.read = append(r.read, read)
 	}
 	r.toks = slices.Concat(r.toks[:r.i-1], imported, r.toks[r.i+1:])
 	r.i--
@@ -120,8 +128,10 @@ func (r *corefileReader) splice() error {
 }
 
 // glob returns the tokens of the mounted files that pattern matches,
-// relative to the importing file's directory, in path order.
-func (fs podFiles) glob(at caddyfile.Token, pattern string) ([]caddyfile.Token, error) {
+// relative to the importing file's directory, in path order, and what the
+// import read.
+func (fs podFiles) glob(at caddyfile.Token, pattern string) ([]caddyfile.Token, Import, error) {
+	read := Import{Pattern: pattern}
 	p := pattern
 	if !path.IsAbs(p) {
 		p = path.Join(path.Dir(at.File), p)
@@ -130,7 +140,7 @@ func (fs podFiles) glob(at caddyfile.Token, pattern string) ([]caddyfile.Token, 
 	for f := range fs.files {
 		ok, err := path.Match(p, f)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: import %s: %w", at.File, at.Line, pattern, err)
+			return nil, read, fmt.Errorf("%s:%d: import %s: %w", at.File, at.Line, pattern, err)
 		}
 		if ok {
 			matches = append(matches, f)
@@ -139,22 +149,25 @@ func (fs podFiles) glob(at caddyfile.Token, pattern string) ([]caddyfile.Token, 
 	if len(matches) == 0 {
 		for _, m := range fs.opaque {
 			if path.Dir(p) == m || strings.HasPrefix(path.Dir(p), m+"/") {
-				return nil, fmt.Errorf("%s:%d: import %s reads a volume that is not a ConfigMap", at.File, at.Line, pattern)
+				return nil, read, fmt.Errorf("%s:%d: import %s reads a volume that is not a ConfigMap", at.File, at.Line, pattern)
 			}
 		}
 		// caddy warns and goes on for a glob without files, and fails for
 		// a file that is not there: CoreDNS would not load this Corefile.
 		if !strings.ContainsAny(pattern, "*?[") {
-			return nil, fmt.Errorf("%s:%d: import %s: no such file is mounted", at.File, at.Line, pattern)
+			return nil, read, fmt.Errorf("%s:%d: import %s: no such file is mounted", at.File, at.Line, pattern)
 		}
+		read.ConfigMap = fs.configMaps[path.Dir(p)]
 	}
 	slices.Sort(matches)
 	var toks []caddyfile.Token
 	for _, m := range matches {
 		t, _ := fs.tokens(m) // m is a key of fs.files
 		toks = append(toks, t...)
+		f := fs.files[m]
+		read.Files = append(read.Files, "ConfigMap "+f.configMap+" key "+f.key)
 	}
-	return toks, nil
+	return toks, read, nil
 }
 
 // snippet keeps a top-level `(name) { ... }` for import name.

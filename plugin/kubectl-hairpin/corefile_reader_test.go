@@ -54,7 +54,7 @@ func TestReadCorefileFollowsImports(t *testing.T) {
 		}, wantErr: "is not closed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			blocks, err := readCorefile(conf, podFiles{files: tc.files, opaque: tc.opaque})
+			blocks, _, err := readCorefile(conf, podFiles{files: tc.files, opaque: tc.opaque})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v; want one containing %q", err, tc.wantErr)

@@ -47,6 +47,22 @@ func exposeByExternalIPs(t *testing.T, c *cluster) {
 	svc.Status = core.ServiceStatus{}
 }
 
+// exposeByNodePorts makes ingress-nginx's controller Service a NodePort
+// Service on 30000 and 30001, as Cozystack's exposeMethod Proxied renders a
+// tenant's (packages/apps/kubernetes/templates/helmreleases/ingress-nginx.yaml
+// of cozystack/cozystack at 3c780acd): a load balancer outside the cluster
+// (the management cluster's ingress) dials those ports, and the hosts
+// resolve to its address, which the dataplane does not know. The tenant
+// has no target: nothing needs one.
+func exposeByNodePorts(t *testing.T, c *cluster) {
+	svc := find[*core.Service](t, c, "ingress-nginx", "ingress-nginx-controller")
+	svc.Spec.Type = core.ServiceTypeNodePort
+	for i, nodePort := range []int32{30000, 30001} {
+		svc.Spec.Ports[i].NodePort = nodePort
+	}
+	svc.Status = core.ServiceStatus{}
+}
+
 // addDirectTargets adds a Cilium Gateway that needs no PROXY (a
 // selectorless Service, as Cilium's), a direct target in front of it, and
 // a direct target in front of NGINX Gateway Fabric's Gateway web/edge,
@@ -110,6 +126,10 @@ func TestGoldenDataplane(t *testing.T) {
 			exposeByExternalIPs(t, c)
 		}},
 		{"direct-targets", addDirectTargets},
+		{"nodeports-cilium-1.19.5", func(t *testing.T, c *cluster) {
+			addCilium(c, "quay.io/cilium/cilium:v1.19.5", "true")
+			exposeByNodePorts(t, c)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { e.goldenTable(t, tc.name, tc.change) })
 	}
@@ -127,6 +147,12 @@ func init() {
 		checkCase{id: idLBStatus, name: "CiliumShortCircuits", want: OK, contains: "needs hairpin: Cilium (kube-proxy replacement) short-circuits ingress-nginx/ingress-nginx-controller 203.0.113.10", change: func(_ *testing.T, c *cluster) {
 			addCilium(c, "quay.io/cilium/cilium:v1.19.5", "true")
 		}},
+		checkCase{id: idLBStatus, name: "NodePortsNeedNoHairpin", want: OK, contains: "needs no hairpin: nothing is short-circuited: ingress-nginx/ingress-nginx-controller NodePort 30000, 30001", change: exposeByNodePorts},
+		checkCase{id: idIngressClassTarget, name: "NodePortsNeedNoTarget", want: OK, contains: `ingress class "nginx" needs no target: nothing is short-circuited`, change: func(t *testing.T, c *cluster) {
+			exposeByNodePorts(t, c)
+			c.remove("hairpin-system", "ingress-nginx")
+		}},
+		checkCase{id: idTargetUnnecessary, name: "NodePortsOnly", want: Warn, contains: "target hairpin-system/ingress-nginx is unnecessary", change: exposeByNodePorts},
 		checkCase{id: idLBStatus, name: "ExternalIPsAreShortCircuited", want: OK, contains: "short-circuits ingress-nginx/ingress-nginx-controller 203.0.113.50 (externalIPs)", change: exposeByExternalIPs},
 		checkCase{id: idGatewayTarget, name: "IPModeProxyIgnoredByOldKubeProxy", want: Fail, contains: `"gateways":["web/edge"]`, change: func(_ *testing.T, c *cluster) {
 			addKubeProxy(c, "registry.k8s.io/kube-proxy:v1.29.4")

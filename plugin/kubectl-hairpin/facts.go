@@ -19,6 +19,9 @@ type Facts struct {
 	KubeDNS *core.Service
 	// CoreDNSPodsRead is false when the pods could not be listed.
 	CoreDNSPodsRead bool
+	// CoreDNSDeployments are the Deployments ("deployment/ns/name") whose
+	// Pods kube-dns selects: how the distribution names its CoreDNS.
+	CoreDNSDeployments []string
 	// CoreDNS are the pods the Service selects, with their metrics.
 	CoreDNS []PodFacts
 	// ManagedDNS says how a cloud or an addon manager owns the cluster DNS.
@@ -133,8 +136,9 @@ type Controller struct {
 	// IngressClasses and Gateways are what it serves.
 	IngressClasses []string
 	Gateways       []GatewayRef
-	// LBs are its Services that outside clients reach at an address the
-	// dataplane knows: LoadBalancer Services, and any with externalIPs.
+	// LBs are its Services that outside clients reach: LoadBalancer
+	// Services and any with externalIPs, at an address the dataplane
+	// knows, and NodePort Services, through a load balancer outside.
 	LBs []*core.Service
 	// Upstream is the Service a target's proxy should relay to; nil when
 	// none was found.
@@ -199,9 +203,23 @@ type Corefile struct {
 	ConfigMap, Key string
 	// Blocks are its server blocks, with the imported files spliced in.
 	Blocks []ServerBlock
+	// Imports are its imports of files (not of snippets), in order.
+	Imports []Import
 	// Err says why the Corefile, or a file it imports, could not be read;
 	// Blocks then hold what was read before it.
 	Err error
+}
+
+// Import is one import of files in a Corefile, and what it read.
+type Import struct {
+	// Pattern is the import's argument, as written.
+	Pattern string
+	// Files are the mounted ConfigMap keys it matched, in path order:
+	// "ConfigMap namespace/name key KEY".
+	Files []string
+	// ConfigMap ("namespace/name") is mounted where a pattern that matched
+	// nothing points, "" for none: an optional ConfigMap with no data.
+	ConfigMap string
 }
 
 // ServerBlock is one server block of a Corefile: its addresses and the

@@ -43,6 +43,9 @@ func (g *gatherer) gatherCoreDNS(ctx context.Context) error {
 		g.f.CoreDNS = append(g.f.CoreDNS, g.scrape(ctx, pod, defaultCoreDNSMetricsPort))
 	}
 	g.f.ManagedDNS = findManagedDNS(svc, pods.Items, g.cache.deployments)
+	for _, d := range selectedDeployments(svc, g.cache.deployments) {
+		g.f.CoreDNSDeployments = append(g.f.CoreDNSDeployments, "deployment/"+d.Namespace+"/"+d.Name)
+	}
 	return nil
 }
 

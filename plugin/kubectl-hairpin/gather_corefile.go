@@ -35,7 +35,7 @@ func (g *gatherer) gatherCorefile(ctx context.Context) error {
 	if f, ok := fs.files[conf]; ok {
 		cf.ConfigMap, cf.Key = f.configMap, f.key
 	}
-	cf.Blocks, cf.Err = readCorefile(conf, fs.podFiles)
+	cf.Blocks, cf.Imports, cf.Err = readCorefile(conf, fs.podFiles)
 	if fs.unread != nil {
 		cf.Err = fs.unread // the cause of any error reading the files
 	}
@@ -81,7 +81,7 @@ type readFiles struct {
 // kubelet projects them: every key, or the items named, under the mount
 // path; a subPath mount is that one file.
 func (g *gatherer) podFiles(ctx context.Context, pod *core.Pod, c *core.Container) (readFiles, error) {
-	fs := readFiles{podFiles: podFiles{files: map[string]mountedFile{}}}
+	fs := readFiles{podFiles: podFiles{files: map[string]mountedFile{}, configMaps: map[string]string{}}}
 	volumes := map[string]core.Volume{}
 	for _, v := range pod.Spec.Volumes {
 		volumes[v.Name] = v
@@ -111,6 +111,9 @@ func (g *gatherer) podFiles(ctx context.Context, pod *core.Pod, c *core.Containe
 			}
 			if cm == nil {
 				continue
+			}
+			if m.SubPath == "" {
+				fs.configMaps[path.Clean(m.MountPath)] = cm.Namespace + "/" + cm.Name
 			}
 			for rel, key := range projected(cm, s.Items) {
 				p := path.Join(m.MountPath, rel)

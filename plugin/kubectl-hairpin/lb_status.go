@@ -2,6 +2,7 @@ package kubectlhairpin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	core "k8s.io/api/core/v1"
@@ -12,7 +13,12 @@ import (
 // short-circuits every IP of status.loadBalancer.ingress[] unless its
 // ipMode is Proxy (KEP-1860) and the dataplane honours that, and every
 // spec.externalIPs address; a hostname is never short-circuited: in-cluster
-// clients resolve it and go through the load balancer, header and all.
+// clients resolve it and go through the load balancer, header and all. Nor
+// is a NodePort Service's: the load balancer that dials its NodePorts sits
+// outside the cluster (Cozystack's exposeMethod Proxied puts the
+// management cluster's ingress there), the hosts resolve to that load
+// balancer's address, which the dataplane does not know, so in-cluster
+// clients go out to it as outside clients do.
 type lbVerdict struct {
 	needed  bool   // some address is short-circuited, or nothing is known
 	pending bool   // a LoadBalancer Service without any address yet
@@ -23,16 +29,20 @@ type lbVerdict struct {
 // dataplane d.
 func judgeLBs(d Dataplane, lbs []*core.Service) lbVerdict {
 	if len(lbs) == 0 {
-		return lbVerdict{needed: true, why: "no LoadBalancer Service (or Service with externalIPs) was found for it"}
+		return lbVerdict{needed: true, why: "no LoadBalancer, NodePort or externalIPs Service was found for it"}
 	}
-	var shortcut, proxied, hostnames, pending []string
+	var shortcut, proxied, hostnames, pending, nodePorts []string
 	for _, svc := range lbs {
 		name := svc.Namespace + "/" + svc.Name
 		for _, ip := range svc.Spec.ExternalIPs {
 			shortcut = append(shortcut, fmt.Sprintf("%s %s (externalIPs)", name, ip))
 		}
 		ingress := svc.Status.LoadBalancer.Ingress
-		if len(ingress) == 0 && len(svc.Spec.ExternalIPs) == 0 {
+		switch {
+		case len(svc.Spec.ExternalIPs) > 0:
+		case svc.Spec.Type == core.ServiceTypeNodePort:
+			nodePorts = append(nodePorts, fmt.Sprintf("%s NodePort %s (no address of the dataplane's: in-cluster clients reach it through the load balancer outside, as outside clients do)", name, nodePortList(svc)))
+		case len(ingress) == 0:
 			pending = append(pending, name)
 		}
 		for _, in := range ingress {
@@ -56,13 +66,25 @@ func judgeLBs(d Dataplane, lbs []*core.Service) lbVerdict {
 	case len(pending) > 0:
 		return lbVerdict{needed: true, pending: true, why: "LoadBalancer " + strings.Join(pending, ", ") + " has no address yet"}
 	}
-	return lbVerdict{why: "nothing is short-circuited: " + strings.Join(append(proxied, hostnames...), ", ")}
+	return lbVerdict{why: "nothing is short-circuited: " + strings.Join(slices.Concat(proxied, hostnames, nodePorts), ", ")}
 }
 
-// exposed reports whether clients outside reach svc at an address the
-// dataplane knows: a LoadBalancer, or any Service with externalIPs.
+// nodePortList is svc's NodePorts, comma-separated.
+func nodePortList(svc *core.Service) string {
+	var ports []string
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			ports = append(ports, fmt.Sprint(p.NodePort))
+		}
+	}
+	return strings.Join(ports, ", ")
+}
+
+// exposed reports whether clients outside reach svc: at an address the
+// dataplane knows (a LoadBalancer, or any Service with externalIPs), or
+// through a load balancer of their own in front of its NodePorts.
 func exposed(svc *core.Service) bool {
-	return svc.Spec.Type == core.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+	return svc.Spec.Type == core.ServiceTypeLoadBalancer || svc.Spec.Type == core.ServiceTypeNodePort || len(svc.Spec.ExternalIPs) > 0
 }
 
 // honouredProviso qualifies an ipMode: Proxy taken to be honoured by a

@@ -27,13 +27,8 @@ func findManagedDNS(svc *core.Service, pods []core.Pod, deployments []apps.Deplo
 		labels map[string]string
 	}
 	objs := []marked{{"service/" + svc.Namespace + "/" + svc.Name, svc.Labels}}
-	for _, d := range deployments {
-		if d.Namespace != svc.Namespace || d.Spec.Template.Labels == nil {
-			continue
-		}
-		if labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
-			objs = append(objs, marked{"deployment/" + d.Namespace + "/" + d.Name, d.Labels})
-		}
+	for _, d := range selectedDeployments(svc, deployments) {
+		objs = append(objs, marked{"deployment/" + d.Namespace + "/" + d.Name, d.Labels})
 	}
 	for _, p := range pods {
 		objs = append(objs, marked{"pod/" + p.Namespace + "/" + p.Name, p.Labels})
@@ -60,6 +55,19 @@ func findManagedDNS(svc *core.Service, pods []core.Pod, deployments []apps.Deplo
 			if strings.Contains(c.Image, "k8s-dns-kube-dns") {
 				add(Managed{Provider: "GKE", Evidence: "the cluster DNS is kube-dns (" + c.Image + "), not CoreDNS", Anchor: "gke", Object: "pod/" + p.Namespace + "/" + p.Name})
 			}
+		}
+	}
+	return out
+}
+
+// selectedDeployments are the Deployments of svc's namespace whose Pods
+// svc selects.
+func selectedDeployments(svc *core.Service, deployments []apps.Deployment) []*apps.Deployment {
+	var out []*apps.Deployment
+	for i := range deployments {
+		d := &deployments[i]
+		if d.Namespace == svc.Namespace && d.Spec.Template.Labels != nil && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(d.Spec.Template.Labels)) {
+			out = append(out, d)
 		}
 	}
 	return out

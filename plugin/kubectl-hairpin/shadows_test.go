@@ -135,6 +135,9 @@ func init() {
 		checkCase{id: idHostsShadowed, name: "ReplicaStillRunsTheRemovedRule", want: Warn, contains: "1 of 2 CoreDNS replicas still run a rewrite that renames hairpin hosts, as they loaded it: coredns-a (2 hosts)", change: loadedRewrites(2, 0)},
 		checkCase{id: idHostsShadowed, name: "EveryReplicaLoadedTheCorefileWithoutTheRule", want: OK, contains: "and no CoreDNS replica's loaded rewrite renames one (2/2 replicas say so)", change: loadedRewrites(0, 0)},
 		checkCase{id: idHostsShadowed, name: "NoRewrite", want: OK, contains: "no rewrite rule covers a hairpin host"},
+		checkCase{id: idHostsShadowed, name: "ImportOfAnEmptyOptionalConfigMap", want: OK, contains: "(0 name rewrite rules read in ConfigMap kube-system/coredns, key Corefile and the files it imports: import /etc/coredns/custom/*.override, which no key of ConfigMap kube-system/coredns-custom matches)", change: func(_ *testing.T, c *cluster) {
+			mountCorefile(c, distributionCorefile("cozystack-tenant"), map[string]string{})
+		}},
 		checkCase{id: idHostsShadowed, name: "OuroborosLeftover", want: Warn, contains: "host app.example.com is rewritten before hairpin sees it, so hairpin never answers it: ouroboros's rewrite `rewrite name app.example.com ouroboros-proxy.ouroboros.svc.cluster.local.` (ConfigMap kube-system/coredns-custom, key ouroboros.override, line 1)", change: ouroborosImportMode},
 		checkCase{id: idHostsShadowed, name: "RuleCoreDNSCannotRead", want: Warn, contains: "cannot tell whether a rewrite `rewrite name glob *.example.com proxy.` (ConfigMap kube-system/coredns-custom, key glob.override, line 1) rewrites a hairpin host", change: overrides("glob.override", "rewrite name glob *.example.com proxy.\n")},
 		checkCase{id: idHostsShadowed, name: "ConfigMapsForbidden", want: Warn, contains: "cannot tell whether a rewrite rule shadows hairpin hosts: ConfigMap kube-system/coredns, mounted at /etc/coredns, could not be read", as: droppingResource("configmaps")},

@@ -98,6 +98,14 @@ func TestJudgeLBs(t *testing.T) {
 		s.Status.LoadBalancer.Ingress = ingress
 		return s
 	}
+	// nodePort is a controller behind a load balancer outside the cluster
+	// that dials its NodePorts: no address of it is the dataplane's.
+	nodePort := func() *core.Service {
+		s := &core.Service{}
+		s.Namespace, s.Name, s.Spec.Type = "ns", "np", core.ServiceTypeNodePort
+		s.Spec.Ports = []core.ServicePort{{Port: 80, NodePort: 30000}, {Port: 443, NodePort: 30001}}
+		return s
+	}
 	for _, tc := range []struct {
 		name            string
 		lbs             []*core.Service
@@ -111,6 +119,8 @@ func TestJudgeLBs(t *testing.T) {
 		{"HostnameAndVIPIsShortCircuited", []*core.Service{lb(core.LoadBalancerIngress{Hostname: "lb.example.net"}, core.LoadBalancerIngress{IP: "203.0.113.1"})}, true, false},
 		{"OneOfTwoShortCircuited", []*core.Service{lb(core.LoadBalancerIngress{IP: "203.0.113.1", IPMode: &proxy}), lb(core.LoadBalancerIngress{IP: "203.0.113.2"})}, true, false},
 		{"Pending", []*core.Service{lb()}, true, true},
+		{"NodePortOnlyIsNotShortCircuited", []*core.Service{nodePort()}, false, false},
+		{"NodePortAndVIPIsShortCircuited", []*core.Service{nodePort(), lb(core.LoadBalancerIngress{IP: "203.0.113.1", IPMode: &vip})}, true, false},
 	} {
 		v := judgeLBs(Dataplane{}, tc.lbs)
 		if v.needed != tc.needed || v.pending != tc.pending || v.why == "" {

@@ -71,6 +71,17 @@ func (r *CheckReport) Passed(id string) []CheckResult { return r.with(id, "ok") 
 // Warned returns the warnings with id.
 func (r *CheckReport) Warned(id string) []CheckResult { return r.with(id, "warn") }
 
+// Failures returns every failed check.
+func (r *CheckReport) Failures() []CheckResult {
+	var out []CheckResult
+	for _, c := range r.Checks {
+		if c.Status == "fail" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func (r *CheckReport) with(id, status string) []CheckResult {
 	var out []CheckResult
 	for _, c := range r.Checks {

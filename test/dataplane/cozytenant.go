@@ -29,6 +29,12 @@ var CozyTenantIngress = cluster.IngressController{
 	LBIP: netip.MustParseAddr("203.0.113.30"),
 }
 
+// CozyManagementIngressIP is the public address of the management
+// cluster's ingress, in front of a tenant's ingress-nginx with
+// exposeMethod Proxied (cluster.ExposeProxied): outside the tenant, and
+// unknown to its dataplane.
+var CozyManagementIngressIP = netip.MustParseAddr("203.0.113.31")
+
 // CozyTenantZone is the zone of [CozyTenantIngress]'s host, which the
 // tenant's install names on the command line.
 const CozyTenantZone = "foo.example.net"

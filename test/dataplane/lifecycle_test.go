@@ -93,11 +93,20 @@ type opLog struct {
 }
 
 type lifecycleRun struct {
+	// t is the test the operations fail: the story's, or the step's that
+	// runs one.
 	t      *testing.T
 	mode   string
 	e      *dataplane.Env
 	ctx    context.Context
 	client *steady.Client
+	// controllers are the ingress controllers, whose first hosts the
+	// clients ask for; targets name the chart's target Services in front
+	// of them, which installChart installs.
+	controllers  []cluster.IngressController
+	targets      []string
+	installChart func(ctx context.Context, t testing.TB) (string, error)
+	stopped      bool
 	// keepAlive is the second steady client, on keep-alive connections:
 	// held to the same goals, and its retries reported.
 	keepAlive *steady.Client
@@ -112,17 +121,50 @@ func lifecycle(t *testing.T, mode string, e *dataplane.Env) {
 	defer cancel()
 	start := time.Now()
 	root, tenant := dataplane.Controllers[0], dataplane.Controllers[1]
-	r := &lifecycleRun{t: t, mode: mode, e: e, ctx: ctx, hosts: []string{root.Hosts[0], tenant.Hosts[0]},
-		public: map[string]string{}, target: map[string]string{}}
-	for _, ic := range dataplane.Controllers {
-		r.public[ic.Hosts[0]] = ic.LBIP.String()
+	var targets []string
+	for _, tg := range dataplane.DefaultTargets() {
+		targets = append(targets, tg.Name)
 	}
-
-	// The cluster is shared: kube-dns goes back to stock CoreDNS here, and
-	// is left on our image, whatever happens.
-	if err := e.UseStockCoreDNS(ctx); err != nil {
+	r := newLifecycleRun(ctx, t, mode, e, dataplane.Controllers, targets, e.Install)
+	r.onStockCoreDNS()
+	bulkSum, err := e.BulkFile(ctx, root, "64m", bulkSize)
+	if err != nil {
 		t.Fatal(err)
 	}
+	r.startClients()
+	// Each operation's lines, also when one could not finish.
+	defer r.stop(start)
+
+	r.adoption(e.CoreDNSImage())
+	r.install()
+	r.proxyRollout(root.Hosts[0], bulkSum)
+	r.targetChange(root.Hosts[0], tenant.Hosts[0])
+	r.coreDNSRollout()
+	r.proxyCrash()
+	r.apiserverOutage(root)
+	r.uninstall()
+
+}
+
+// newLifecycleRun is a run of operations on e's controllers, the chart's
+// targets and installChart, which installs them.
+func newLifecycleRun(ctx context.Context, t *testing.T, mode string, e *dataplane.Env, controllers []cluster.IngressController, targets []string,
+	installChart func(ctx context.Context, t testing.TB) (string, error)) *lifecycleRun {
+	r := &lifecycleRun{t: t, mode: mode, e: e, ctx: ctx, controllers: controllers, targets: targets, installChart: installChart,
+		public: map[string]string{}, target: map[string]string{}}
+	for _, ic := range controllers {
+		r.hosts = append(r.hosts, ic.Hosts[0])
+		r.public[ic.Hosts[0]] = ic.LBIP.String()
+	}
+	return r
+}
+
+// onStockCoreDNS puts kube-dns back on stock CoreDNS, before an adoption,
+// and leaves it on our image when r.t ends, whatever happens: a cluster
+// may be shared.
+func (r *lifecycleRun) onStockCoreDNS() {
+	t, e := r.t, r.e
+	r.must(e.UseStockCoreDNS(r.ctx), "stock CoreDNS")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -133,53 +175,51 @@ func lifecycle(t *testing.T, mode string, e *dataplane.Env) {
 			t.Errorf("leave kube-dns on our image: %v", err)
 		}
 	})
-	if err := e.SetCoreDNSImage(ctx, dataplane.StockCoreDNSImage()); err != nil {
-		t.Fatalf("kube-dns on stock CoreDNS: %v", err)
-	}
+	r.must(e.SetCoreDNSImage(r.ctx, dataplane.StockCoreDNSImage()), "kube-dns on stock CoreDNS")
 	for _, h := range r.hosts {
-		if err := e.WaitResolves(ctx, h, netip.MustParseAddr(r.public[h])); err != nil {
-			t.Fatalf("stock CoreDNS: %v", err)
-		}
+		r.must(e.WaitResolves(r.ctx, h, netip.MustParseAddr(r.public[h])), "stock CoreDNS")
 	}
-	bulkSum, err := e.BulkFile(ctx, root, "64m", bulkSize)
+}
+
+// startClients starts the steady clients, one per connection style.
+func (r *lifecycleRun) startClients() {
+	var err error
+	r.client, err = r.e.StartSteady(r.hosts...)
+	r.must(err, "the steady client")
+	r.keepAlive, err = r.e.StartKeepAlive(r.hosts...)
+	r.must(err, "the keep-alive steady client")
+}
+
+// stop stops the clients, once, prints each operation's lines and fails
+// r.t for each goal missed.
+func (r *lifecycleRun) stop(start time.Time) {
+	if r.stopped || r.client == nil {
+		return
+	}
+	r.stopAndJudge()
+	r.t.Logf("lifecycle: %s took %s", r.mode, time.Since(start).Round(time.Second))
+}
+
+// stopAndJudge stops both clients, prints each operation's lines for
+// each, fails r.t for each goal missed, and returns the first client's
+// results.
+func (r *lifecycleRun) stopAndJudge() []steady.Result {
+	r.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	end := time.Now()
+	results, err := r.client.Stop(ctx)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Error(err)
 	}
-
-	if r.client, err = e.StartSteady(r.hosts...); err != nil {
-		t.Fatal(err)
+	kept, err := r.keepAlive.Stop(ctx)
+	if err != nil {
+		r.t.Error(err)
 	}
-	if r.keepAlive, err = e.StartKeepAlive(r.hosts...); err != nil {
-		t.Fatal(err)
-	}
-	// Each operation's lines, also when one could not finish.
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		end := time.Now()
-		results, err := r.client.Stop(stopCtx)
-		if err != nil {
-			t.Error(err)
-		}
-		kept, err := r.keepAlive.Stop(stopCtx)
-		if err != nil {
-			t.Error(err)
-		}
-		r.report("", results, end)
-		r.report(" keepalive", kept, end)
-		r.reportMissed()
-		t.Logf("lifecycle: %s took %s", mode, time.Since(start).Round(time.Second))
-	}()
-
-	r.adoption()
-	r.install()
-	r.proxyRollout(root.Hosts[0], bulkSum)
-	r.targetChange(root.Hosts[0], tenant.Hosts[0])
-	r.coreDNSRollout()
-	r.proxyCrash()
-	r.apiserverOutage(root)
-	r.uninstall()
-
+	r.report("", results, end)
+	r.report(" keepalive", kept, end)
+	r.reportMissed()
+	return results
 }
 
 // begin starts an operation.
@@ -227,12 +267,12 @@ func (r *lifecycleRun) servedJudge(hosts ...string) steady.Judge {
 }
 
 // adoption: kube-dns goes from stock CoreDNS to our image as the docs say,
-// with `kubectl set image`. No query fails, and every answer stays public:
-// no chart, no target.
-func (r *lifecycleRun) adoption() {
+// with `kubectl set image`, or as a distribution renders its own values.
+// No query fails, and every answer stays public: no chart, no target.
+func (r *lifecycleRun) adoption(image string) {
 	public := maps.Clone(r.public)
 	r.begin("adoption", dnsWant(func(res steady.Result) (string, bool) { return public[res.Host], true }))
-	r.must(r.e.SetCoreDNSImage(r.ctx, r.e.CoreDNSImage()), "kubectl set image to our CoreDNS")
+	r.must(r.e.SetCoreDNSImage(r.ctx, image), "kube-dns on our CoreDNS "+image)
 	time.Sleep(settle)
 }
 
@@ -246,18 +286,18 @@ func (r *lifecycleRun) install() {
 	}, func(ev watch.Event) bool { return ev.Type == watch.Added })
 	ready := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
 		return cs.DiscoveryV1().EndpointSlices(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
-	}, allTargetsReady(dataplane.DefaultTargets()))
+	}, allTargetsReady(r.targets))
 	// On Cilium, the endpoints are ready for a client once the agent has
 	// made them active backends of the targets' ClusterIPs; watched from
 	// before the install, since nothing records when that happened.
 	var programmed *firstEvent
 	if r.e.Capabilities().Frontends {
-		programmed = pollFirst(r.ctx, 10*time.Millisecond, ciliumServes(r.e, dataplane.DefaultTargets()))
+		programmed = pollFirst(r.ctx, 10*time.Millisecond, ciliumServes(r.e, r.targets))
 	}
 	op := r.begin("install", nil)
-	out, err := r.e.Install(r.ctx, r.t)
+	out, err := r.installChart(r.ctx, r.t)
 	r.must(err, "helm install: "+out)
-	for _, ic := range dataplane.Controllers {
+	for _, ic := range r.controllers {
 		ip, err := r.e.TargetIP(r.ctx, ic)
 		r.must(err, "target IP")
 		r.target[ic.Hosts[0]] = ip.String()
@@ -515,7 +555,7 @@ func (r *lifecycleRun) uninstall() {
 	}
 	gone := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
 		return cs.CoreV1().Services(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
-	}, lastDeleted(2))
+	}, lastDeleted(len(r.targets)))
 	op := r.begin("uninstall", nil)
 	out, err := r.e.Uninstall(r.ctx)
 	r.must(err, "helm uninstall: "+out)
@@ -655,14 +695,14 @@ func pollFirst(ctx context.Context, interval time.Duration, probe harness.Probe)
 
 // ciliumServes passes once cilium-agent has an active backend for every
 // target's ClusterIP.
-func ciliumServes(e *dataplane.Env, targets []dataplane.Target) harness.Probe {
+func ciliumServes(e *dataplane.Env, targets []string) harness.Probe {
 	return func(ctx context.Context) error {
 		active, err := e.CiliumActiveBackends(ctx)
 		if err != nil {
 			return err
 		}
 		for _, t := range targets {
-			if name := dataplane.TargetNamespace + "/" + t.Name; active[name] == 0 {
+			if name := dataplane.TargetNamespace + "/" + t; active[name] == 0 {
 				return fmt.Errorf("cilium-agent has no active backend for %s yet", name)
 			}
 		}
@@ -672,7 +712,7 @@ func ciliumServes(e *dataplane.Env, targets []dataplane.Target) harness.Probe {
 
 // allTargetsReady matches the event after which every target's Service
 // has a ready endpoint.
-func allTargetsReady(targets []dataplane.Target) func(watch.Event) bool {
+func allTargetsReady(targets []string) func(watch.Event) bool {
 	ready := map[string]bool{}
 	return func(ev watch.Event) bool {
 		s, ok := ev.Object.(*discoveryv1.EndpointSlice)
@@ -685,7 +725,7 @@ func allTargetsReady(targets []dataplane.Target) func(watch.Event) bool {
 			}
 		}
 		for _, t := range targets {
-			if !ready[t.Name] {
+			if !ready[t] {
 				return false
 			}
 		}

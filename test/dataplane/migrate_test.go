@@ -443,21 +443,7 @@ func (m *migration) uninstallHairpin() {
 
 // stopAndReport stops both clients and prints each step's lines.
 func (m *migration) stopAndReport(start time.Time) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	end := time.Now()
-	results, err := m.client.Stop(ctx)
-	if err != nil {
-		m.t.Error(err)
-	}
-	kept, err := m.keepAlive.Stop(ctx)
-	if err != nil {
-		m.t.Error(err)
-	}
-	m.report("", results, end)
-	m.report(" keepalive", kept, end)
-	m.reportMissed()
-	m.backInOrder(results)
+	m.backInOrder(m.stopAndJudge())
 	m.t.Logf("lifecycle: %s took %s; ouroboros's controller reconciled %d times, %d of them writing its lines", m.mode,
 		time.Since(start).Round(time.Second), m.ctl.Reconciles(), m.ctl.Rewrites())
 }

@@ -328,11 +328,16 @@ func brokenAndTranslated(ctx context.Context, t *testing.T, e *dataplane.Env, ic
 // examples/name as written, and flags (the zones, say).
 func installExample(ctx context.Context, t *testing.T, e *dataplane.Env, name string, flags ...string) {
 	t.Helper()
-	values, err := os.ReadFile(filepath.Join(e.Chart, "examples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := e.InstallValues(ctx, t, string(values), flags...); err != nil {
+	if out, err := installExampleValues(ctx, t, e, name, flags...); err != nil {
 		t.Fatalf("helm install -f examples/%s %v: %v\n%s", name, flags, err, out)
 	}
+}
+
+// installExampleValues is installExample, returning what helm said.
+func installExampleValues(ctx context.Context, t testing.TB, e *dataplane.Env, name string, flags ...string) (string, error) {
+	values, err := os.ReadFile(filepath.Join(e.Chart, "examples", name))
+	if err != nil {
+		return "", err
+	}
+	return e.InstallValues(ctx, t, string(values), flags...)
 }

@@ -44,9 +44,10 @@ type loadBalancer struct {
 	dir     string
 
 	mu      sync.Mutex
-	bound   map[netip.Addr]bool // addresses on outside's loopback
-	edge    *edge               // routes HAProxy's connections to externalIPs
-	config  string              // the running HAProxy configuration
+	bound   map[netip.Addr]bool   // addresses on outside's loopback
+	fronts  map[string][]frontend // frontends of no Service's: [Cluster.ExposeProxied]'s, by key
+	edge    *edge                 // routes HAProxy's connections to externalIPs
+	config  string                // the running HAProxy configuration
 	haproxy *harness.Process
 	wake    chan struct{}
 	stop    context.CancelFunc
@@ -118,7 +119,16 @@ func (lb *loadBalancer) sync(ctx context.Context, list []*corev1.Service) error 
 			}
 		}
 	}
+	// The frontends of no Service's hold their addresses too.
 	var frontends []frontend
+	lb.mu.Lock()
+	for _, fs := range lb.fronts {
+		for _, f := range fs {
+			used[f.ip] = true
+			frontends = append(frontends, f)
+		}
+	}
+	lb.mu.Unlock()
 	for _, svc := range lbs {
 		ip, err := lb.address(svc, used)
 		if err != nil {
@@ -136,6 +146,21 @@ func (lb *loadBalancer) sync(ctx context.Context, list []*corev1.Service) error 
 		}
 	}
 	return lb.configure(append(frontends, externalIPFrontends(list)...))
+}
+
+// front adds frontends that no Service asks for under key, replacing
+// those it had, and reconfigures HAProxy.
+func (lb *loadBalancer) front(key string, fs []frontend) {
+	lb.mu.Lock()
+	if lb.fronts == nil {
+		lb.fronts = map[string][]frontend{}
+	}
+	lb.fronts[key] = fs
+	lb.mu.Unlock()
+	select {
+	case lb.wake <- struct{}{}:
+	default:
+	}
 }
 
 // address returns the Service's LoadBalancer IP: the one it has, the one it
