@@ -51,6 +51,7 @@ func cozystackTenantStory(t *testing.T) {
 	e := dataplane.StartWith(t, dataplane.Config{
 		Mode: cluster.CozyTenant, Distribution: dataplane.CozyTenantDistribution,
 		Controllers: tenantControllers, HostSearch: []string{dataplane.CozyPlatformDomain},
+		CRDDirs: []string{dataplane.CozystackCRDs(t)},
 	})
 	t.Logf("the Cozystack tenant cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
@@ -177,6 +178,8 @@ func cozystackTenantStory(t *testing.T) {
 	step("UninstallRestoresThePublicAnswerAndLeavesNothing", func(t *testing.T) {
 		uninstallRestoresThePublicAnswers(ctx, t, e, tenantControllers)
 	})
+
+	runCozystackRunbook(t, e, "cozystack-tenant", tenantControllers)
 }
 
 // cozystacksCoreDNS holds kube-dns to what Cozystack's coredns package
