@@ -242,3 +242,26 @@ func checksInstallCommandInstalls(ctx context.Context, t *testing.T, e *dataplan
 	}
 	uninstallRestoresThePublicAnswers(ctx, t, e, ics)
 }
+
+// TestCozystackRunbookHasItsSteps: each section of the runbook has the
+// steps the tests run, in their order, and every step but the
+// installation states what it prints, so that the runbook's claims are
+// asserted where it runs (TestCozystackManagementCluster,
+// TestCozystackTenantCluster). It needs no cluster.
+func TestCozystackRunbookHasItsSteps(t *testing.T) {
+	for _, shape := range []string{"cozystack-management", "cozystack-tenant"} {
+		t.Run(shape, func(t *testing.T) {
+			steps := pageSteps(t, cozystackPage, shape, runbookSteps)
+			for _, step := range runbookSteps {
+				var prints []string
+				for _, b := range steps[step] {
+					prints = append(prints, b.Prints...)
+				}
+				t.Logf("%s: %d blocks, prints %q", step, len(steps[step]), prints)
+				if len(prints) == 0 {
+					t.Errorf("%s's step %s on %s states no output to assert", cozystackPage, step, shape)
+				}
+			}
+		})
+	}
+}
