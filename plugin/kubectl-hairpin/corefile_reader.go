@@ -238,6 +238,14 @@ func (r *corefileReader) serverBlock() (ServerBlock, error) {
 				b.Rewrites = append(b.Rewrites, rule)
 			}
 			continue
+		case depth == 1 && t.Text == "kubernetes" && r.newLine():
+			// Its zones are the cluster's domain and the reverse zones;
+			// none on the line means the server block's own.
+			b.Kubernetes = []string{}
+			for r.i++; r.i < len(r.toks) && !r.newLine() && r.toks[r.i].Text != "{"; r.i++ {
+				b.Kubernetes = append(b.Kubernetes, strings.ToLower(strings.TrimSuffix(r.toks[r.i].Text, "."))+".")
+			}
+			continue
 		}
 		r.i++
 	}

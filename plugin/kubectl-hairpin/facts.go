@@ -227,6 +227,9 @@ type Import struct {
 type ServerBlock struct {
 	Keys     []ServerKey
 	Rewrites []RewriteRule
+	// Kubernetes are the zones of its kubernetes directive (lowercase
+	// FQDNs), empty when the directive names none; nil without one.
+	Kubernetes []string
 }
 
 // ServerKey is one address of a server block.

@@ -69,8 +69,54 @@ func installCommand(f *Facts) string {
 	case defaultTargetUpstream(f) == nil:
 		values = append([]string{fmt.Sprintf("targets.%s.enabled=false", defaultTargetName)}, values...)
 	}
+	values = append(values, clusterValues(f)...)
 	for _, v := range values {
 		cmd = append(cmd, "--set-json", "'"+v+"'")
 	}
 	return strings.Join(cmd, " ")
+}
+
+// The chart's defaults for what a cluster may have otherwise
+// (manifests/coredns-hairpin/values.yaml).
+const (
+	defaultClusterDomain           = "cluster.local"
+	defaultCoreDNSServiceAccount   = "coredns"
+	defaultCoreDNSServiceAccountNS = "kube-system"
+)
+
+// clusterValues are the chart values the cluster differs from the
+// chart's defaults in, as its CoreDNS shows them: the cluster domain
+// (the zone of the Corefile's kubernetes directive: the proxy dials its
+// upstreams by their names in it, so a cozy.local cluster needs it), and
+// the ServiceAccount CoreDNS runs as (the chart grants it the reads of
+// the targets).
+func clusterValues(f *Facts) []string {
+	var values []string
+	if d := clusterDomain(f); d != "" && d != defaultClusterDomain {
+		values = append(values, fmt.Sprintf("clusterDomain=%q", d))
+	}
+	if len(f.CoreDNS) > 0 && f.CoreDNS[0].Pod != nil {
+		p := f.CoreDNS[0].Pod
+		if sa := p.Spec.ServiceAccountName; sa != "" && (sa != defaultCoreDNSServiceAccount || p.Namespace != defaultCoreDNSServiceAccountNS) {
+			values = append(values, fmt.Sprintf(`coredns.serviceAccount={"namespace":%q,"name":%q}`, p.Namespace, sa))
+		}
+	}
+	return values
+}
+
+// clusterDomain is the first forward zone of a kubernetes directive in
+// the Corefile CoreDNS reads, without its final dot; "" when none was
+// read.
+func clusterDomain(f *Facts) string {
+	if f.Corefile == nil {
+		return ""
+	}
+	for _, b := range f.Corefile.Blocks {
+		for _, z := range b.Kubernetes {
+			if !strings.HasSuffix(z, ".in-addr.arpa.") && !strings.HasSuffix(z, ".ip6.arpa.") && z != "in-addr.arpa." && z != "ip6.arpa." && z != "." {
+				return strings.TrimSuffix(z, ".")
+			}
+		}
+	}
+	return ""
 }

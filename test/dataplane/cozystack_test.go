@@ -69,7 +69,7 @@ func cozystackStory(t *testing.T) {
 	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
 	e := startCozystack(t, "cozy", cozyControllers)
 	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	root, foo := cozyControllers[0], cozyControllers[1]
 	step := func(name string, fn func(t *testing.T)) {
@@ -161,6 +161,12 @@ func cozystackStory(t *testing.T) {
 			}
 		}
 	})
+
+	step("TheChecksInstallCommandInstalls", func(t *testing.T) {
+		checksInstallCommandInstalls(ctx, t, e, cozyControllers)
+	})
+
+	runCozystackRunbook(t, e, "cozystack-management", cozyControllers)
 }
 
 // startCozystack starts a cluster of the shape of Cozystack's management

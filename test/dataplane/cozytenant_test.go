@@ -61,6 +61,7 @@ func cozystackTenantStory(t *testing.T, dp cluster.Dataplane) {
 	e := dataplane.StartWith(t, dataplane.Config{
 		Mode: cluster.CozyTenant, Distribution: dataplane.CozyTenantDistribution,
 		Controllers: tenantControllers, HostSearch: []string{dataplane.CozyPlatformDomain},
+		CRDDirs: []string{dataplane.CozystackCRDs(t)},
 	})
 	t.Logf("the Cozystack tenant cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
@@ -256,6 +257,11 @@ func cozystackTenantStory(t *testing.T, dp cluster.Dataplane) {
 		life.t = t
 		life.stop(start)
 	})
+
+	// The runbook of docs/install/cozystack.md's tenant section, from the
+	// check on a cluster without hairpin to the rollback, before the
+	// Proxied shape changes how the tenant's ingress is exposed.
+	runCozystackRunbook(t, e, "cozystack-tenant", tenantControllers)
 
 	// The same tenant with exposeMethod Proxied: its ingress-nginx, still
 	// requiring PROXY, is a NodePort Service behind the management

@@ -98,3 +98,64 @@ func TenantAppObject() *unstructured.Unstructured {
 		}},
 	}}
 }
+
+// TenantCoreDNSAddon stands in for what Cozystack does with a tenant's
+// addons.coredns.valuesOverride (cozystack/cozystack at 3c780acd4,
+// packages/apps/kubernetes/templates/helmreleases/coredns.yaml: the
+// HelmRelease of the cozystack-coredns chart, valuesOverride merged over
+// its values; packages/system/coredns/values.yaml: the upstream chart's
+// image under coredns.image, repository and tag): while the override
+// names an image, the tenant's kube-dns Deployment runs it; without one,
+// the addon's own image. The addon's own image is [StockCoreDNSImage]
+// here (Cozystack's is registry.k8s.io/coredns/coredns:v1.12.4, which
+// no node here runs: the same repository, upstream CoreDNS at our
+// version).
+type TenantCoreDNSAddon struct {
+	DC dynamic.Interface
+	E  *Env
+	// Poll is how often it reconciles.
+	Poll time.Duration
+}
+
+// Run reconciles until ctx ends; errors are retried at the next poll.
+func (a *TenantCoreDNSAddon) Run(ctx context.Context) {
+	t := time.NewTicker(a.Poll)
+	defer t.Stop()
+	for {
+		_ = a.Reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Reconcile does once what Cozystack and Flux do with the addon's image:
+// the Deployment rolled out with the image the app's values give.
+func (a *TenantCoreDNSAddon) Reconcile(ctx context.Context) error {
+	app, err := a.DC.Resource(KubernetesAppResource).Namespace(TenantAppNamespace).Get(ctx, TenantAppName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("cozystack: %w", err)
+	}
+	want := StockCoreDNSImage()
+	repo, _, _ := unstructured.NestedString(app.Object, "spec", "addons", "coredns", "valuesOverride", "coredns", "image", "repository")
+	tag, _, _ := unstructured.NestedString(app.Object, "spec", "addons", "coredns", "valuesOverride", "coredns", "image", "tag")
+	if repo != "" && tag != "" {
+		want = repo + ":" + tag
+	}
+	got, err := a.E.CoreDNSImageNow(ctx)
+	if err != nil || got == want {
+		return err
+	}
+	return a.E.SetCoreDNSImage(ctx, want)
+}
+
+// TenantAppWithoutOuroboros is the tenant's Kubernetes application with
+// its ingress-nginx addon on and no ouroboros: a tenant on the day it
+// adopts coredns-hairpin without having run ouroboros.
+func TenantAppWithoutOuroboros() *unstructured.Unstructured {
+	app := TenantAppObject()
+	unstructured.RemoveNestedField(app.Object, "spec", "addons", "ouroboros")
+	return app
+}

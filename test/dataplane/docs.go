@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -71,7 +72,7 @@ type DocPlaceholder struct {
 func DocPlaceholders(version, appVersion string, dnsIP netip.Addr) []DocPlaceholder {
 	release := "https://github.com/coredns-hairpin/hairpin/releases/download/" + appVersion + "/"
 	return []DocPlaceholder{
-		{"oci://ghcr.io/coredns-hairpin/charts/coredns-hairpin --version " + version, "manifests/coredns-hairpin",
+		{releasedChart + " --version " + version, localChart,
 			"the released chart is this checkout's chart, pushed by `make release`"},
 		{release + "hairpin-cluster.yaml", "manifests/rendered/cluster/hairpin.yaml",
 			"the release attaches the plain manifests of its checkout (pinned by digest)"},
@@ -121,6 +122,17 @@ type DocsRun struct {
 	pageEnv []string
 	// jobs are the page's background commands.
 	jobs []*job
+
+	// Ordered says the page's blocks run as the steps of a runbook, in
+	// its order, on a cluster of their shape: each state a command needs
+	// is one the page's earlier steps brought, so no command is prepared
+	// for (a check before the install must see the cluster broken).
+	Ordered bool
+	// StandIns run, instead of a command with a word of theirs, what
+	// that command would have done to the cluster: the commands of a
+	// system the test cluster does not run (talm and talosctl talk to
+	// Talos nodes), whose effect the test applies as that system would.
+	StandIns map[string]func(ctx context.Context, command string) error
 }
 
 // MonitoringCRDs is the folder of prometheus-operator's ServiceMonitor and
@@ -263,10 +275,6 @@ var docPages = map[string]docPage{
 		start: func(d *DocsRun, ctx context.Context) error { return d.createNamespace(ctx, gatewaysNamespace) },
 		end:   func(d *DocsRun, ctx context.Context) error { return d.deleteNamespaces(ctx, gatewaysNamespace) },
 	},
-	// The page reads a Cozystack tenant's admin kubeconfig out of the
-	// Secret that Kamaji writes for its control plane, into a file in the
-	// working directory (the checkout here), and works with it.
-	"docs/install/cozystack.md": {start: (*DocsRun).writeTenantKubeconfig, end: (*DocsRun).removeTenantKubeconfig},
 }
 
 // gatewaysNamespace is the Gateway's namespace of
@@ -340,11 +348,13 @@ func (d *DocsRun) waitLeftoversGone(ctx context.Context) error {
 	return nil
 }
 
-// writeTenantKubeconfig makes the test cluster a Cozystack tenant of
-// itself: the Secret Kamaji writes for a tenant's control plane, in the
-// tenant's namespace, holds the test cluster's admin kubeconfig under
-// admin.conf and super-admin.conf.
-func (d *DocsRun) writeTenantKubeconfig(ctx context.Context) error {
+// WriteTenantKubeconfig makes the test cluster a Cozystack tenant of
+// itself, as docs/install/cozystack.md's tenant section needs it: the
+// page reads the tenant's admin kubeconfig out of the Secret that Kamaji
+// writes for its control plane, in the tenant's namespace, into a file in
+// the working directory (the checkout here); the Secret holds the test
+// cluster's admin kubeconfig under admin.conf and super-admin.conf.
+func (d *DocsRun) WriteTenantKubeconfig(ctx context.Context) error {
 	kubeconfig, err := os.ReadFile(d.e.CP.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("docs: %w", err)
@@ -362,14 +372,33 @@ func (d *DocsRun) writeTenantKubeconfig(ctx context.Context) error {
 	return nil
 }
 
-// removeTenantKubeconfig removes the tenant's namespace and the file the
+// RemoveTenantKubeconfig removes the tenant's namespace and the file the
 // page saved its kubeconfig to.
-func (d *DocsRun) removeTenantKubeconfig(ctx context.Context) error {
+func (d *DocsRun) RemoveTenantKubeconfig(ctx context.Context) error {
 	err := os.Remove(filepath.Join(d.root, tenantKubeconfig))
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}
 	return errors.Join(err, d.deleteNamespaces(ctx, tenantNamespace))
+}
+
+// The released chart's reference, and the chart of this checkout that
+// the docs test installs in its place.
+const (
+	releasedChart = "oci://ghcr.io/coredns-hairpin/charts/coredns-hairpin"
+	localChart    = "manifests/coredns-hairpin"
+)
+
+// pastedChart is the released chart as `kubectl hairpin check` names it in
+// the install command it prints: with the version of its own build, none
+// for a build of a checkout.
+var pastedChart = regexp.MustCompile(regexp.QuoteMeta(releasedChart) + `( --version [^ ]+)?`)
+
+// SubstitutePasted maps a command pasted from `kubectl hairpin check`'s
+// hints as [DocPlaceholders] maps a page's: the released chart, at
+// whatever version the check's build names, is this checkout's.
+func (d *DocsRun) SubstitutePasted(command string) string {
+	return pastedChart.ReplaceAllLiteralString(command, localChart)
 }
 
 // Placeholders returns the table the run substitutes with.
@@ -394,8 +423,15 @@ func (d *DocsRun) Run(ctx context.Context, command string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := d.prepare(ctx, words); err != nil {
-		return "", err
+	for _, w := range words {
+		if f := d.StandIns[w]; f != nil {
+			return "", f(ctx, command)
+		}
+	}
+	if !d.Ordered {
+		if err := d.prepare(ctx, words); err != nil {
+			return "", err
+		}
 	}
 	if bg, ok := harness.ShellBackground(command); ok {
 		return d.startJob(bg)

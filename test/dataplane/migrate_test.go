@@ -160,11 +160,11 @@ type migration struct {
 	backAvailable time.Time
 }
 
-// pageSteps returns the page's blocks marked to run on shape, by step,
-// and fails the test unless its steps are want, in that order.
-func pageSteps(t *testing.T, shape string, want []string) map[string][]harness.CodeBlock {
+// pageSteps returns page's blocks marked to run on shape, by step, and
+// fails the test unless its steps are want, in that order.
+func pageSteps(t *testing.T, page, shape string, want []string) map[string][]harness.CodeBlock {
 	t.Helper()
-	text, err := os.ReadFile(filepath.Join(harness.RepoDir(t), migratePage))
+	text, err := os.ReadFile(filepath.Join(harness.RepoDir(t), page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func pageSteps(t *testing.T, shape string, want []string) map[string][]harness.C
 		steps[step] = append(steps[step], b)
 	}
 	if !slices.Equal(order, want) {
-		t.Fatalf("%s's steps on %s are %v; the test runs %v", migratePage, shape, order, want)
+		t.Fatalf("%s's steps on %s are %v; the test runs %v", page, shape, order, want)
 	}
 	return steps
 }
@@ -205,7 +205,7 @@ func migrate(t *testing.T, shape migrationShape) {
 	m := &migration{
 		lifecycleRun: &lifecycleRun{t: t, mode: shape.name, e: e, ctx: ctx, hosts: []string{ic.Hosts[0]}},
 		host:         ic.Hosts[0],
-		steps:        pageSteps(t, shape.name, migrationSteps),
+		steps:        pageSteps(t, migratePage, shape.name, migrationSteps),
 		o:            shape.o,
 		removed:      shape.removed,
 	}
