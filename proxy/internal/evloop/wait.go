@@ -39,9 +39,10 @@ const Grain = 10 * time.Millisecond
 // idle; a second epoll armed one-shot only while parked did not lower
 // nginx's cost.
 //
-// now is the clock of the batch just run: the timers callback that
-// returned next ran after every event of it, so a deadline it did not
-// find due is not due yet either, unless it is now itself.
+// next is compared with now, the clock timers ran with, rather than with
+// a fresh reading of the clock: a deadline that passed while timers ran
+// goes to the runtime poller like any other, rounded up to Grain, so it
+// fires at most Grain late, as every deadline may.
 func (l *Loop) wait(events []unix.EpollEvent, now, next time.Time) int {
 	if l.queued.Load() != 0 || (!next.IsZero() && !next.After(now)) {
 		return l.poll(events)
