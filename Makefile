@@ -220,13 +220,14 @@ fuzz:
 # those phases and keeps the others' figures (order: hairpin in front of
 # cache vs behind it, issue 23; scale: 100,000 Ingresses over 100 targets,
 # issues 11 and 23; keepalive: the proxy phase's system calls and CPU per
-# keep-alive request against HAProxy alone, issue 45). Installs dnsperf,
+# keep-alive request against HAProxy alone, issue 45; BENCH_KEEPALIVE_RUNS=N
+# makes N interleaved CPU runs of each instead of 6). Installs dnsperf,
 # wrk, haproxy, nginx and perf (linux-perf) if missing.
 BENCH_TOOLS := dnsperf wrk haproxy nginx linux-perf
 bench: build cluster-tools
 	@missing=; for c in dnsperf wrk haproxy nginx perf; do command -v $$c >/dev/null || [ -x /usr/sbin/$$c ] || missing=1; done; \
 	if [ -n "$$missing" ]; then apt-get update && apt-get install -y $(BENCH_TOOLS); fi
-	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) \
+	KUBEBUILDER_ASSETS=$(TOOLS_DIR) HAIRPIN_BIN=$(CURDIR)/$(BIN) HAIRPIN_REQUIRE_E2E=1 HAIRPIN_BENCH=1 BENCH_QUICK=$(BENCH_QUICK) BENCH_ONLY=$(BENCH_ONLY) BENCH_KEEPALIVE_RUNS=$(BENCH_KEEPALIVE_RUNS) \
 		go test -count=1 -v -run '^TestBench$$' -timeout 60m ./test/bench/
 
 # The soak (issue 32): SOAK (default 30m) of steady churn on the real

@@ -55,6 +55,7 @@ func (e *endpoint) Event(events uint32) { e.c.event(e.s, events) }
 func newLoopConn(l *loop, rs *routeServer, fd int, client netip.AddrPort) *loopConn {
 	c := &loopConn{l: l, rs: rs, client: client, accepted: l.ev.Now()}
 	c.fd = [2]int{fd, -1}
+	c.bufs = &l.bufs
 	c.ends = [2]endpoint{{c, sideClient}, {c, sideUpstream}}
 	return c
 }

@@ -28,6 +28,7 @@ type loop struct {
 	listeners []*loopListener
 	conns     []*loopConn            // every open connection; loopConn.idx is its index
 	dialing   map[*loopConn]struct{} // connections waiting for connect
+	bufs      bufCache               // the spare buffer of its connections' flows
 
 	tick     time.Duration
 	nextTick time.Time

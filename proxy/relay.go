@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"errors"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/coredns-hairpin/hairpin/proxy/internal/rawsock"
@@ -13,9 +11,10 @@ import (
 // their close; each of its steps returns the reason the connection must
 // end (closedEOF or closedError), or "" while it goes on.
 type relay struct {
-	fd     [2]int  // by side; -1 once closed
-	flows  [2]flow // by direction
-	failed bool    // a write failed: the connection ends as closedError
+	fd     [2]int    // by side; -1 once closed
+	flows  [2]flow   // by direction
+	bufs   *bufCache // the loop's, for the flows' buffers
+	failed bool      // a write failed: the connection ends as closedError
 }
 
 // prime puts b (the PROXY header) ahead of everything the client sends:
@@ -23,7 +22,7 @@ type relay struct {
 // join it there before it is written.
 func (r *relay) prime(b []byte) {
 	up := &r.flows[toUpstream]
-	up.take()
+	up.take(r.bufs)
 	up.n = copy(*up.buf, b)
 	up.skip = up.n
 	r.flows[toClient].writable = true // the client socket is fresh
@@ -110,7 +109,7 @@ func (r *relay) fill(d dir) (bool, string) {
 	if f.bulk && !f.noPipe && f.n == f.off {
 		return r.fillPipe(d)
 	}
-	f.take()
+	f.take(r.bufs)
 	b := *f.buf
 	if f.n == f.off {
 		f.off, f.n = 0, 0
@@ -119,7 +118,7 @@ func (r *relay) fill(d dir) (bool, string) {
 	n, err := rawsock.Recv(r.fd[d.src()], b[f.n:])
 	if more, end, data := r.took(d, n, err); !data {
 		if !f.pending() {
-			f.releaseBuf()
+			f.releaseBuf(r.bufs)
 		}
 		return more, end
 	}
@@ -141,7 +140,7 @@ func (r *relay) fill(d dir) (bool, string) {
 // fillPipe is fill for a bulk flow: splice from the source into the pipe.
 func (r *relay) fillPipe(d dir) (bool, string) {
 	f := &r.flows[d]
-	f.releaseBuf()
+	f.releaseBuf(r.bufs)
 	if !f.openPipe() {
 		return true, "" // user space still works
 	}
@@ -163,7 +162,7 @@ func (r *relay) fillPipe(d dir) (bool, string) {
 func (r *relay) took(d dir, n int, err error) (more bool, end string, data bool) {
 	f := &r.flows[d]
 	switch {
-	case errors.Is(err, unix.EAGAIN):
+	case rawsock.Again(err):
 		f.readable = false
 		return false, "", false
 	case err != nil:
@@ -192,7 +191,7 @@ func (r *relay) flush(d dir) (bool, string) {
 		w, err = rawsock.Send(dst, (*f.buf)[f.off:f.n])
 	}
 	switch {
-	case errors.Is(err, unix.EAGAIN):
+	case rawsock.Again(err):
 		f.writable = false
 		return false, ""
 	case err != nil:
@@ -207,7 +206,7 @@ func (r *relay) flush(d dir) (bool, string) {
 			w -= k
 		}
 		if f.off == f.n && (f.bulk || !f.readable) {
-			f.releaseBuf() // an idle connection holds no buffer
+			f.releaseBuf(r.bufs) // an idle connection holds no buffer
 		}
 	}
 	f.moved += int64(w)
@@ -222,7 +221,7 @@ func (r *relay) flush(d dir) (bool, string) {
 func (r *relay) writeFailed(d dir) string {
 	f := &r.flows[d]
 	r.failed = true
-	f.release()
+	f.release(r.bufs)
 	f.eof, f.shut = true, true
 	o := &r.flows[d.other()]
 	if o.shut {
@@ -238,7 +237,7 @@ func (r *relay) writeFailed(d dir) string {
 func (r *relay) shutWrite(d dir) string {
 	f := &r.flows[d]
 	f.shut = true
-	f.release()
+	f.release(r.bufs)
 	if r.flows[d.other()].shut {
 		// Both sources are at EOF, so nothing is left unread: close sends
 		// the FIN the half-close would have.
@@ -256,6 +255,6 @@ func (r *relay) shutWrite(d dir) string {
 // release frees both flows' buffers and pipes; the sockets are the owner's.
 func (r *relay) release() {
 	for d := range r.flows {
-		r.flows[d].release()
+		r.flows[d].release(r.bufs)
 	}
 }

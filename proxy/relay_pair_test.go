@@ -80,6 +80,7 @@ func tcpPair(t *testing.T) (dialer, accepted *net.TCPConn) {
 func newRig(t *testing.T, before func(rg *rig)) *rig {
 	t.Helper()
 	rg := &rig{ended: make(chan string, 1)}
+	rg.r.bufs = &bufCache{}
 	var pc, pu *net.TCPConn
 	rg.client, pc = tcpPair(t)
 	pu, rg.upstream = tcpPair(t)

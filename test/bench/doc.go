@@ -12,7 +12,8 @@
 // The proxy phase also measures what one keep-alive request costs ours and
 // HAProxy on one thread each, in system calls (counted by perf's syscall
 // tracepoints) and in CPU time (keepalive_test.go);
-// BENCH_ONLY=keepalive runs that alone.
+// BENCH_ONLY=keepalive runs that alone, and BENCH_KEEPALIVE_RUNS=N makes
+// N interleaved CPU runs of each proxy instead of 6.
 // BENCH_ONLY=scale (or proxy, kube, order) runs only those phases.
 //
 // `make soak SOAK=30m` (TestSoak, HAIRPIN_SOAK=30m) is the long run of the

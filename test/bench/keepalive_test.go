@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,11 @@ type PathCost struct {
 	RPSRuns []float64 `json:"rps_runs"`
 }
 
+// EnvKeepaliveRuns, when set, is how many interleaved CPU runs the
+// keep-alive cost phase makes of each proxy (default 6): CPU per request
+// swings with the machine's other load, and more runs steady the median.
+const EnvKeepaliveRuns = "BENCH_KEEPALIVE_RUNS"
+
 // keepaliveRequests is how many requests one run serves.
 func (c config) keepaliveRequests() int {
 	if c.quick {
@@ -85,6 +92,9 @@ func benchKeepalive(t *testing.T, cfg config, bin map[string]string, res *Result
 	}
 	if cfg.quick {
 		kc.CountRuns, kc.CPURuns = 1, 2
+	}
+	if n, err := strconv.Atoi(os.Getenv(EnvKeepaliveRuns)); err == nil && n > 0 {
+		kc.CPURuns = n
 	}
 	res.ProxyKeepalive = kc
 	defer func() { kc.Loadavg = append(kc.Loadavg, loadAvg()) }()

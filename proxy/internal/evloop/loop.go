@@ -24,6 +24,12 @@ type Loop struct {
 	wakefd int
 	waitTo time.Time // ep's read deadline as last set
 
+	// The current wait's (wait.go): where it polls, what it got, and
+	// pollReady as a method value, made once.
+	events []unix.EpollEvent
+	got    int
+	ready  func(uintptr) bool
+
 	slots []slot   // token slot → handler
 	free  []uint32 // free slot numbers
 
@@ -66,6 +72,7 @@ func New() (*Loop, error) {
 		return nil, fmt.Errorf("epoll: %w", err)
 	}
 	l := &Loop{epfd: epfd, ep: ep, eprc: eprc, wakefd: wakefd, done: make(chan struct{})}
+	l.ready = l.pollReady
 	if err := l.ctl(unix.EPOLL_CTL_ADD, wakefd, unix.EPOLLIN, wakeToken); err != nil {
 		l.Close()
 		return nil, err
@@ -93,7 +100,7 @@ func (l *Loop) Run(timers func(now time.Time) time.Time) {
 	l.now = time.Now()
 	next := timers(l.now)
 	for !l.stop {
-		n := l.wait(events, next)
+		n := l.wait(events, l.now, next)
 		l.now = time.Now()
 		for i := range n {
 			l.dispatch(&events[i])

@@ -38,27 +38,37 @@ const Grain = 10 * time.Millisecond
 // connections -2 %), and sysmon preempts every loop every 10 ms even when
 // idle; a second epoll armed one-shot only while parked did not lower
 // nginx's cost.
-func (l *Loop) wait(events []unix.EpollEvent, next time.Time) int {
-	if l.queued.Load() != 0 || (!next.IsZero() && !next.After(time.Now())) {
+//
+// next is compared with now, the clock timers ran with, rather than with
+// a fresh reading of the clock: a deadline that passed while timers ran
+// goes to the runtime poller like any other, rounded up to Grain, so it
+// fires at most Grain late, as every deadline may.
+func (l *Loop) wait(events []unix.EpollEvent, now, next time.Time) int {
+	if l.queued.Load() != 0 || (!next.IsZero() && !next.After(now)) {
 		return l.poll(events)
 	}
 	if deadline := roundUp(next); !deadline.Equal(l.waitTo) {
 		_ = l.ep.SetReadDeadline(deadline)
 		l.waitTo = deadline
 	}
-	n := 0
+	l.events, l.got = events, 0
 	l.sleeping.Store(true)
-	err := l.eprc.Read(func(uintptr) bool {
-		n = l.poll(events)
-		return n > 0 || l.queued.Load() != 0
-	})
+	err := l.eprc.Read(l.ready)
 	l.sleeping.Store(false)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 		// Only a closed descriptor fails here, which Run never does
 		// while it waits; back off rather than spin.
 		time.Sleep(Grain)
 	}
-	return n
+	return l.got
+}
+
+// pollReady is the callback of wait's RawConn.Read: it polls into
+// l.events and reports whether the wait is over. A method value made once
+// in New, so that a wait allocates no closure.
+func (l *Loop) pollReady(uintptr) bool {
+	l.got = l.poll(l.events)
+	return l.got > 0 || l.queued.Load() != 0
 }
 
 // poll is a non-blocking epoll_wait, raw like the loop's other calls: it

@@ -28,18 +28,31 @@ func SendLast(fd int, b []byte) (int, error) {
 	return rawIO(syscall.SYS_SENDTO, fd, b, syscall.MSG_NOSIGNAL|syscall.MSG_MORE)
 }
 
-// rawIO makes the recvfrom or sendto call.
+// rawIO makes the recvfrom or sendto call, again on EINTR. It is the
+// relay's hot path, two of its calls per exchange, so it makes the call
+// itself rather than through retry's closure.
 func rawIO(trap uintptr, fd int, b []byte, flags uintptr) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n, err := retry(func() (uintptr, uintptr, syscall.Errno) {
-		return syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
-	})
-	if err != nil {
-		return 0, err
+	for {
+		n, _, e := syscall.RawSyscall6(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		}
+		return 0, e
 	}
-	return int(n), nil
+}
+
+// Again reports whether err is EAGAIN, the error of a non-blocking call
+// that would block. Every call here returns a bare syscall.Errno, so a
+// type assertion does what errors.Is would, without its walk of the chain.
+func Again(err error) bool {
+	e, ok := err.(syscall.Errno)
+	return ok && e == syscall.EAGAIN
 }
 
 // spliceFlags: never block inside the kernel (the loop waits), and move

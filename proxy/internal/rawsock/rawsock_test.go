@@ -45,6 +45,29 @@ func TestRecvAndSendOnNonBlockingSockets(t *testing.T) {
 	}
 }
 
+// TestAgainReportsTheCallsEAGAIN: the relay tells a socket that would
+// block from one that failed by Again alone, on what Recv and Send return.
+func TestAgainReportsTheCallsEAGAIN(t *testing.T) {
+	p := socketpair(t)
+	_, empty := Recv(p[0], make([]byte, 8))
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"Recv on an empty socket", empty, true},
+		{"EAGAIN", unix.EAGAIN, true},
+		{"no error", nil, false},
+		{"EINTR", unix.EINTR, false},
+		{"EPIPE", unix.EPIPE, false},
+		{"ECONNRESET", unix.ECONNRESET, false},
+	} {
+		if got := Again(tc.err); got != tc.want {
+			t.Errorf("%s: Again(%v) = %v, want %v", tc.name, tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestSockaddrRoundTrips(t *testing.T) {
 	for _, tc := range []struct {
 		in, want string
