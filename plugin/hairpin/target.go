@@ -20,6 +20,10 @@ type target struct {
 	// The name and the selection; the selection is guarded by hostCache.mu.
 	rules.Target
 	addrs atomic.Pointer[proxyAddrs]
+	// ports names the ports of a discovered target's Service, each of
+	// which needs a ready endpoint before the target stops Waiting;
+	// guarded by hostCache.mu.
+	ports []string
 }
 
 // Rules implements rules.Candidate.

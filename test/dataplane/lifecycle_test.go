@@ -372,20 +372,44 @@ func (r *lifecycleRun) waitRolledOut() {
 	r.must(r.e.WaitRolledOut(r.ctx, dataplane.TargetNamespace, d.Items[0].Name, d.Items[0].Generation), "proxy rollout")
 }
 
-// targetChange: a helm upgrade that adds a third target and removes one (a
-// new target takes over the tenant's controller). The hosts whose target
-// stays lose nothing.
+// targetChange: a new target takes over the tenant's controller, as an
+// operator moves it without a gap: a helm upgrade adds it beside the old
+// one, and once every replica answers with it, a second upgrade removes the
+// old one. Both claim the tenant's class and the new one sorts first, so it
+// wins the tenant's Ingresses as soon as it may take them: once its Service
+// has a ready endpoint for each port, that is once the rolled-out proxy
+// serves its routes. The host that stays and the host that moves lose
+// nothing; the moving host is answered with either target.
 func (r *lifecycleRun) targetChange(kept, moved string) {
 	targets := dataplane.DefaultTargets()
-	third := targets[1]
-	third.Name, third.HTTPPort, third.HTTPSPort = third.Name+"-next", 8082, 8445
-	targets = []dataplane.Target{targets[0], third}
-	r.begin("target-change", r.servedJudge(kept))
-	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor(targets))
-	r.must(err, "helm upgrade: "+out)
-	ip, err := r.e.TargetIPOf(r.ctx, third.Name)
+	tenant, next := targets[1], targets[1]
+	next.Name, next.HTTPPort, next.HTTPSPort = "next-"+tenant.Name, 8082, 8445
+	if next.Name >= tenant.Name {
+		r.t.Fatalf("the new target %s must sort before %s to win the tenant's class", next.Name, tenant.Name)
+	}
+	op := r.begin("target-change", nil)
+	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], tenant, next}))
+	r.must(err, "helm upgrade adding "+next.Name+": "+out)
+	ip, err := r.e.TargetIPOf(r.ctx, next.Name)
 	r.must(err, "the new target")
-	r.target[moved] = ip.String()
+	before, after := r.target[moved], ip.String()
+	base := r.servedJudge(kept)
+	op.judge = func(res steady.Result) (bool, bool) {
+		if res.Host != moved {
+			return base(res)
+		}
+		if res.Kind == steady.KindDNS {
+			return true, !steady.Answered(res, before) && !steady.Answered(res, after)
+		}
+		return true, res.Fail != ""
+	}
+	r.target[moved] = after
+	r.waitRolledOut()
+	r.waitServed()
+	r.t.Logf("target-change: every replica answered %s with %s after %s", moved, next.Name, time.Since(op.from).Round(time.Millisecond))
+
+	out, err = r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], next}))
+	r.must(err, "helm upgrade removing "+tenant.Name+": "+out)
 	r.waitRolledOut()
 	r.waitServed()
 }

@@ -59,15 +59,16 @@ func SelectsGateways[M ~map[string]T, T Candidate](ts M) bool {
 	return false
 }
 
-// pick returns the best-ranked enabled target; ties go to the lexically
-// first name, so the winner does not depend on the order of events.
+// pick returns the best-ranked enabled target that is not waiting; ties go
+// to the lexically first name, so the winner does not depend on the order
+// of events.
 func pick[M ~map[string]T, T Candidate](ts M, rank func(*TargetSpec) int) Selection[T] {
 	var best T
 	var bestName string
 	bestRank, matches := rankNone, 0
 	for _, t := range ts {
 		r := t.Rules()
-		if !r.Enabled() {
+		if !r.Enabled() || r.Waiting {
 			continue
 		}
 		n := rank(&r.Spec)

@@ -19,6 +19,8 @@ func TestTargetSelectionRules(t *testing.T) {
 	cilium := mk("ns/cilium", TargetSpec{GatewayClasses: []string{"cilium"}}, nil)
 	named := mk("ns/tenant-gw", TargetSpec{Gateways: []string{"tenant/web"}}, nil)
 	disabled := mk("ns/a-disabled", TargetSpec{IngressClasses: []string{"nginx"}}, errors.New("bad"))
+	waiting := mk("ns/a-waiting", TargetSpec{IngressClasses: []string{"nginx"}}, nil)
+	waiting.Waiting = true
 	set := func(ts ...*Target) Set {
 		s := Set{}
 		for _, t := range ts {
@@ -40,6 +42,8 @@ func TestTargetSelectionRules(t *testing.T) {
 		{"no class matches only wildcard", set(nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("") }, nil, false},
 		{"tie goes to the first name", set(nginx2, nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nginx, true},
 		{"disabled target never selects", set(disabled), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nil, false},
+		{"waiting target never selects", set(waiting), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nil, false},
+		{"waiting target leaves the object to the one it would beat", set(waiting, nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nginx, false},
 		{"gateway by name beats class", set(cilium, named), func(ts Set) Selection[*Target] { return ts.ForGateway("tenant", "web", "cilium") }, named, true},
 		{"gateway by class", set(cilium, named), func(ts Set) Selection[*Target] { return ts.ForGateway("infra", "public", "cilium") }, cilium, false},
 		{"gateway class is not an ingress class", set(cilium), func(ts Set) Selection[*Target] { return ts.ForIngress("cilium") }, nil, false},
