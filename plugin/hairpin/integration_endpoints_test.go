@@ -92,9 +92,7 @@ func (it *integration) createWaitingTarget(t *testing.T, ns, name string, ann ma
 
 func (it *integration) writeSlice(t *testing.T, s *discovery.EndpointSlice) {
 	t.Helper()
-	if err := harness.WriteEndpointSlice(it.ctx(t), it.kube, s); err != nil {
-		t.Fatal(err)
-	}
+	writeSlice(t, it.kube, s)
 }
 
 // knowsTarget waits until the cache has the target's ClusterIP.
@@ -118,9 +116,5 @@ func wantWaiting(t *testing.T, hc *hostCache, n int) {
 // watch event to have been served.
 func holdsA(t *testing.T, hc *hostCache, qname, want, why string) {
 	t.Helper()
-	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if got := answerA(hc, qname); got != want {
-			t.Fatalf("%s A while %s: got %q, want %q", qname, why, got, want)
-		}
-	}
+	holdAnswer(t, hc, qname, want, time.Now().Add(500*time.Millisecond), why)
 }

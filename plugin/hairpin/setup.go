@@ -49,6 +49,9 @@ type settings struct {
 	kubeconfig       string
 	kubecontext      string
 	startupTimeout   time.Duration
+	// settle is how long a new target has been ready before it takes a
+	// host that a ready target answers (settle.go); 0 takes it at once.
+	settle time.Duration
 	// discoveryInterval is how often missing Gateway API kinds are looked
 	// for again; 0 is defaultDiscoveryInterval. No directive sets it: it
 	// is an option for tests, which wait for CRDs installed mid-test.

@@ -28,7 +28,14 @@ func discoveryCache(t *testing.T, objs ...runtime.Object) (*hostCache, *fake.Cli
 // until it serves.
 func discoveryCacheOf(t *testing.T, client *fake.Clientset, startupTimeout time.Duration) *hostCache {
 	t.Helper()
-	s := settings{zones: []string{"."}, targetsNamespace: defaultTargetsNamespace, labels: labels.Everything(), startupTimeout: startupTimeout}
+	return discoveryCacheWith(t, client, settings{startupTimeout: startupTimeout})
+}
+
+// discoveryCacheWith starts a target-discovery cache over client with s
+// (its zones, namespace and labels filled in) and waits until it serves.
+func discoveryCacheWith(t *testing.T, client *fake.Clientset, s settings) *hostCache {
+	t.Helper()
+	s.zones, s.targetsNamespace, s.labels = []string{"."}, defaultTargetsNamespace, labels.Everything()
 	hc := newHostCache(&clients{kube: client, gateway: gwfake.NewSimpleClientset(), discovery: &fakeDiscovery{served: map[string][]string{}}}, s)
 	if err := hc.start(); err != nil {
 		t.Fatal(err)
