@@ -70,17 +70,18 @@ func TestHostMovesToANewTargetOnceItSettled(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeSlice(t, client, harness.EndpointSliceFor(next, true))
-			readyAt := time.Now()
+			readyAt := readySince(t, hc, next)
 			if tc.flap {
-				time.Sleep(settle / 2)
+				time.Sleep(time.Until(readyAt.Add(settle / 2)))
 				writeSlice(t, client, harness.EndpointSliceFor(next, false))
+				eventually(t, "the new target unready", func() bool { return readiness(hc, next).IsZero() })
 				holdAnswer(t, hc, host, want, readyAt.Add(settle+300*time.Millisecond), "the new target's endpoint went unready before its deadline")
 				writeSlice(t, client, harness.EndpointSliceFor(next, true))
-				readyAt = time.Now()
+				readyAt = readySince(t, hc, next)
 			}
 			if tc.wantHold {
-				holdAnswer(t, hc, host, want, readyAt.Add(settle-150*time.Millisecond), "the new target has been ready for less than the settle time")
-				movesBy(t, hc, host, nextIP, readyAt.Add(settle+400*time.Millisecond))
+				holdAnswer(t, hc, host, want, readyAt.Add(settle-100*time.Millisecond), "the new target has been ready for less than the settle time")
+				movesBy(t, hc, host, nextIP, readyAt.Add(settle+time.Second))
 				return
 			}
 			movesBy(t, hc, host, nextIP, readyAt.Add(settle/2))
@@ -94,6 +95,26 @@ func servedTarget(name, clusterIP string) *core.Service {
 	svc := targetService(name, clusterIP, "example.com", "tenant")
 	svc.Spec.Ports = []core.ServicePort{{Name: "http", Port: 80}}
 	return svc
+}
+
+// readiness is when the cache saw svc's target become ready, zero while
+// it is not (or unknown).
+func readiness(hc *hostCache, svc *core.Service) time.Time {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	if t := hc.targets[svc.Namespace+"/"+svc.Name]; t != nil {
+		return t.readySince
+	}
+	return time.Time{}
+}
+
+// readySince waits until the cache has seen svc's target become ready, and
+// returns when.
+func readySince(t *testing.T, hc *hostCache, svc *core.Service) time.Time {
+	t.Helper()
+	var at time.Time
+	eventually(t, svc.Name+" ready", func() bool { at = readiness(hc, svc); return !at.IsZero() })
+	return at
 }
 
 // writeSlice creates or replaces an EndpointSlice.

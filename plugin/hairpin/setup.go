@@ -50,7 +50,7 @@ type settings struct {
 	kubecontext      string
 	startupTimeout   time.Duration
 	// settle is how long a new target has been ready before it takes a
-	// host that a ready target answers (settle.go); 0 takes it at once.
+	// host that a Serving target answers (settle.go); 0 takes it at once.
 	settle time.Duration
 	// discoveryInterval is how often missing Gateway API kinds are looked
 	// for again; 0 is defaultDiscoveryInterval. No directive sets it: it
@@ -76,6 +76,7 @@ func (s settings) cacheKey() string {
 		strings.Join(s.namespaces, ","),
 		s.labelString(),
 		s.kubeconfig, s.kubecontext,
+		s.settle.String(),
 	}, "|")
 }
 
@@ -155,6 +156,7 @@ func parse(c *caddy.Controller) (settings, error) {
 		labels:           labels.Everything(),
 		ttl:              defaultTTL,
 		startupTimeout:   defaultStartupTimeout,
+		settle:           defaultSettle,
 	}
 	stanzas := 0
 	for c.Next() {
@@ -216,6 +218,8 @@ func parse(c *caddy.Controller) (settings, error) {
 				}
 			case "startup_timeout":
 				s.startupTimeout, err = parseDuration("startup_timeout", args)
+			case "settle":
+				s.settle, err = parseDuration("settle", args)
 			default:
 				return s, c.Errf("unknown property '%s'", prop)
 			}

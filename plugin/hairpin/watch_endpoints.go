@@ -72,15 +72,15 @@ func (hc *hostCache) watchEndpoints() error {
 	return hc.handle(hc.sliceKind, hc.slices, hc.onSliceLocked, hc.onSliceLocked)
 }
 
-// onSliceLocked lets a waiting target take its hosts once its slices say
-// it can serve them. A slice going unready or away changes nothing.
-func (hc *hostCache) onSliceLocked(obj any, _ time.Time) {
+// onSliceLocked follows the readiness of a target's Service: a waiting
+// target takes its hosts once its slices say it can serve them.
+func (hc *hostCache) onSliceLocked(obj any, now time.Time) {
 	s, ok := obj.(*cachedSlice)
 	if !ok {
 		return
 	}
 	if t := hc.targets[s.namespace+"/"+s.service]; t != nil {
-		hc.endReadyWaitLocked(t)
+		hc.readinessLocked(t, now)
 	}
 }
 
@@ -92,18 +92,41 @@ func (hc *hostCache) waitsForEndpointsLocked() bool {
 	return hc.sliceKind != nil && (!hc.open.Load() || hc.sliceKind.synced.Load())
 }
 
-// endReadyWaitLocked ends t's wait, and recomputes the selection, once its
-// Service has a ready endpoint for each of its ports: served within
-// milliseconds of that watch event, as every change is. The node's
-// dataplane learns of the endpoint from the same event; the hosts that
-// move keep their old answer's TTL in clients' caches meanwhile.
-func (hc *hostCache) endReadyWaitLocked(t *target) {
-	if !t.Waiting || !hc.readyForEachPortLocked(t) {
+// readinessLocked reads whether t's Service has a ready endpoint for each
+// of its ports. A waiting target that has one takes its hosts within
+// milliseconds of that watch event, as every change is served, but while
+// serving it is Settling first (settle.go): the node's dataplane learns of
+// the endpoint from the same event and programs it later, so a host that a
+// Serving target answers moves only at the settle deadline. Before the
+// cache serves, a ready target has been ready for an unknown while and
+// settles at once.
+func (hc *hostCache) readinessLocked(t *target, now time.Time) {
+	if t.Spec.Direct != "" {
 		return
 	}
-	t.Waiting = false
-	log.Infof("target %s has a ready endpoint for each port; it takes its hosts", t.Name)
-	hc.targetsChangedLocked()
+	was := t.Readiness
+	ready := hc.readyForEachPortLocked(t)
+	t.Unready = !ready
+	switch {
+	case !ready:
+		t.readySince = time.Time{}
+		t.stopSettle()
+	case t.readySince.IsZero():
+		t.readySince = now
+	}
+	if ready && t.Waiting {
+		t.Waiting = false
+		t.Settling = hc.settings.settle > 0 && hc.open.Load()
+		log.Infof("target %s has a ready endpoint for each port; it takes its hosts", t.Name)
+	}
+	if ready && t.Settling {
+		hc.settleLaterLocked(t)
+	}
+	// Whether a target is Unready counts only when a Settling one would
+	// take its objects.
+	if t.Waiting != was.Waiting || (t.Unready != was.Unready && hc.anySettlingLocked()) {
+		hc.targetsChangedLocked()
+	}
 }
 
 // readyForEachPortLocked reports whether t's Service has a ready endpoint

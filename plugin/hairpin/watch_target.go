@@ -80,7 +80,7 @@ func (hc *hostCache) onProxyServiceDeleteLocked(obj any, _ time.Time) {
 
 // onTargetLocked adds or updates a discovered target. A change of what it
 // selects recomputes every object; a change of address is one atomic store.
-func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
+func (hc *hostCache) onTargetLocked(obj any, now time.Time) {
 	svc, ok := obj.(*cachedService)
 	if !ok {
 		return
@@ -95,9 +95,8 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 	case rt.Spec.Direct != "":
 		// Answered with another Service: no proxy of ours has to come
 		// up first.
-		rt.Waiting = false
 	case known:
-		rt.Waiting = t.Waiting
+		rt.Readiness = t.Readiness
 	default:
 		rt.Waiting = hc.waitsForEndpointsLocked()
 	}
@@ -125,7 +124,7 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 	delete(hc.directMissing, t.Name)
 	hc.storeAddrs(t, svc.addrs)
 	t.ports = svc.ports
-	hc.endReadyWaitLocked(t)
+	hc.readinessLocked(t, now)
 }
 
 // onTargetDeleteLocked removes a target. Its addresses go first, so queries
@@ -140,6 +139,7 @@ func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
 		return
 	}
 	t.store(noAddrs)
+	t.stopSettle()
 	delete(hc.targets, t.Name)
 	delete(hc.directMissing, t.Name)
 	hc.pruneDirectLocked()
