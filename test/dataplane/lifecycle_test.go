@@ -233,9 +233,13 @@ func (r *lifecycleRun) adoption() {
 	time.Sleep(settle)
 }
 
-// install: helm install. Every replica answers the hairpin address within
-// 1 s of the ADDED event of CoreDNS's ClusterRoleBinding, and no request
-// fails once the proxy's endpoints are ready.
+// install: helm install. A target takes its hosts once its proxy is ready:
+// every replica answers the hairpin address within 1 s of the event after
+// which every target's EndpointSlice has a ready endpoint (what the plugin
+// and the dataplane watch), and no request fails once the dataplane has
+// programmed those endpoints. Before, a host has no working path: its
+// controller closes the public address's connections without a PROXY
+// header.
 func (r *lifecycleRun) install() {
 	cs := r.e.CP.Clientset
 	crb := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
@@ -283,7 +287,7 @@ func (r *lifecycleRun) install() {
 	public, target := maps.Clone(r.public), maps.Clone(r.target)
 	op.judge = func(res steady.Result) (bool, bool) {
 		if res.Kind == steady.KindDNS {
-			if res.At.Before(crbAt.Add(answerWithin)) {
+			if res.At.Before(readyAt.Add(answerWithin)) {
 				return true, !steady.Answered(res, public[res.Host]) && !steady.Answered(res, target[res.Host])
 			}
 			return true, !steady.Answered(res, target[res.Host])
@@ -377,9 +381,11 @@ func (r *lifecycleRun) waitRolledOut() {
 // one, and once every replica answers with it, a second upgrade removes the
 // old one. Both claim the tenant's class and the new one sorts first, so it
 // wins the tenant's Ingresses as soon as it may take them: once its Service
-// has a ready endpoint for each port, that is once the rolled-out proxy
-// serves its routes. The host that stays and the host that moves lose
-// nothing; the moving host is answered with either target.
+// has had a ready endpoint for each port for the plugin's settle time (the
+// rolled-out proxy serves its routes, and the dataplane has programmed
+// them), since the old target is ready all along. The host that stays and
+// the host that moves lose no request; the moving host is answered with
+// either target.
 func (r *lifecycleRun) targetChange(kept, moved string) {
 	targets := dataplane.DefaultTargets()
 	tenant, next := targets[1], targets[1]
@@ -387,6 +393,10 @@ func (r *lifecycleRun) targetChange(kept, moved string) {
 	if next.Name >= tenant.Name {
 		r.t.Fatalf("the new target %s must sort before %s to win the tenant's class", next.Name, tenant.Name)
 	}
+	cs := r.e.CP.Clientset
+	ready := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
+		return cs.DiscoveryV1().EndpointSlices(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
+	}, allTargetsReady([]dataplane.Target{next}))
 	op := r.begin("target-change", nil)
 	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], tenant, next}))
 	r.must(err, "helm upgrade adding "+next.Name+": "+out)
@@ -404,9 +414,13 @@ func (r *lifecycleRun) targetChange(kept, moved string) {
 		return true, res.Fail != ""
 	}
 	r.target[moved] = after
+	r.must(r.e.WaitResolves(r.ctx, moved, ip), "resolve "+moved+" to "+next.Name)
+	answeredAt := time.Now()
+	readyAt := ready.wait(r.t, "a ready endpoint for "+next.Name)
+	r.t.Logf("target-change: after it began, %s had a ready endpoint at %s, every replica answered %s with it at %s",
+		next.Name, readyAt.Sub(op.from).Round(time.Millisecond), moved, answeredAt.Sub(op.from).Round(time.Millisecond))
 	r.waitRolledOut()
 	r.waitServed()
-	r.t.Logf("target-change: every replica answered %s with %s after %s", moved, next.Name, time.Since(op.from).Round(time.Millisecond))
 
 	out, err = r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], next}))
 	r.must(err, "helm upgrade removing "+tenant.Name+": "+out)
