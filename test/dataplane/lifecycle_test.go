@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -263,25 +264,16 @@ func (r *lifecycleRun) install() {
 		r.must(err, "target IP")
 		r.target[ic.Hosts[0]] = ip.String()
 	}
-	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
-	// The endpoints are ready for a client once kube-proxy has written
-	// them: its first sync that ends after they became ready.
-	syncedAt := readyAt
-	if programmed != nil {
-		syncedAt = programmed.wait(r.t, "cilium-agent's active backends for every target")
-	} else {
-		r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
-			at, err := r.e.KubeProxySyncedAt(ctx)
-			if err != nil {
-				return err
-			}
-			if !at.After(readyAt) {
-				return fmt.Errorf("kube-proxy last synced %s before the endpoints were ready", readyAt.Sub(at))
-			}
-			syncedAt = at
-			return nil
-		}), "kube-proxy's sync of the targets' endpoints")
+	// With kube-proxy, they are once a connection through every target's
+	// ClusterIP reaches a proxy Pod. Its last sync's time cannot tell: a
+	// sync that ends after the endpoints became ready may have begun
+	// before, and the client's requests timed out for the second until
+	// the next one (53 of them on nftables).
+	if programmed == nil {
+		programmed = pollFirst(r.ctx, 10*time.Millisecond, kubeProxyServes(r.e, slices.Collect(maps.Values(r.target))))
 	}
+	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
+	syncedAt := programmed.wait(r.t, "the dataplane's path to every target's proxy")
 	r.t.Logf("install: after the install began, the ClusterRoleBinding was ADDED at %s, every target had a ready endpoint at %s, the dataplane had it at %s",
 		crbAt.Sub(op.from).Round(time.Millisecond), readyAt.Sub(op.from).Round(time.Millisecond), syncedAt.Sub(op.from).Round(time.Millisecond))
 	public, target := maps.Clone(r.public), maps.Clone(r.target)
@@ -700,6 +692,25 @@ func ciliumServes(e *dataplane.Env, targets []dataplane.Target) harness.Probe {
 			if name := dataplane.TargetNamespace + "/" + t.Name; active[name] == 0 {
 				return fmt.Errorf("cilium-agent has no active backend for %s yet", name)
 			}
+		}
+		return nil
+	}
+}
+
+// kubeProxyServes passes once a connection from the node to port 80 of
+// every address in ips reaches a listener: kube-proxy has written the
+// endpoints of those ClusterIPs (it handles the node's own connections as a
+// Pod's).
+func kubeProxyServes(e *dataplane.Env, ips []string) harness.Probe {
+	return func(ctx context.Context) error {
+		for _, ip := range ips {
+			dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			c, err := e.DialNode(dctx, net.JoinHostPort(ip, "80"))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("kube-proxy's path to %s: %w", ip, err)
+			}
+			c.Close()
 		}
 		return nil
 	}
