@@ -32,6 +32,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/plugin/rewrite"
 	"github.com/coredns/coredns/request"
 
 	"github.com/miekg/dns"
@@ -42,9 +43,10 @@ type Hairpin struct {
 	Next  plugin.Handler
 	Zones []string
 
-	ttl   uint32
-	cache atomic.Pointer[hostCache] // set in OnStartup; nil before
-	inert atomic.Bool               // no API client: pass-through and Ready
+	ttl      uint32
+	rewrites []rewrite.Rule            // the block's, which run first; set in OnStartup
+	cache    atomic.Pointer[hostCache] // set in OnStartup; nil before
+	inert    atomic.Bool               // no API client: pass-through and Ready
 }
 
 // Name implements plugin.Handler.

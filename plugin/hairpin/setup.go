@@ -122,7 +122,11 @@ func setup(c *caddy.Controller) error {
 	// running its shutdown callbacks; the instance it was meant to replace
 	// is told instead, and sweeps the leases of instances that are gone.
 	c.OnRestartFailed(func() error { releaseOrphanLeases(); return nil })
+	cfg := dnsserver.GetConfig(c)
 	c.OnStartup(func() error {
+		// The chain is built by now, so the block's rewrite is registered.
+		h.rewrites = rewriteRules(cfg.Handler("rewrite"))
+		rewritten.add(blocksOf(cfg), h)
 		releaseOrphanLeases()
 		var err error
 		lease, err = acquireCache(s.cacheKey(), owner, func() (*hostCache, error) {
@@ -140,6 +144,7 @@ func setup(c *caddy.Controller) error {
 		return nil
 	})
 	c.OnShutdown(func() error {
+		rewritten.remove(blocksOf(cfg), h)
 		if lease != nil {
 			lease.release()
 			lease = nil

@@ -58,11 +58,45 @@ func hostsShadowed(f *Facts) []Check {
 			out = append(out, shadowed(f, h, hosts[h], covering))
 		}
 	}
+	loaded, told, pods := replicasRewriting(f)
+	if len(loaded) > 0 {
+		var objects []string
+		for _, p := range pods {
+			objects = append(objects, podObject(p.Pod))
+		}
+		out = append(out, newCheck(idHostsShadowed, Warn, "%d of %d CoreDNS replicas still run a rewrite that renames hairpin hosts, as they loaded it: %s", len(loaded), len(pods), listed(loaded)).on(objects...).
+			hint("each answers those hosts with the rule's target until its reload loads a Corefile without the rule (the kubelet updates the mounted file within about a minute, and the reload plugin loads it within 30 to 45 s); check again before removing whatever the rule pointed at"))
+	}
 	if len(out) == 0 {
 		where := "ConfigMap " + cf.ConfigMap + ", key " + cf.Key
-		return []Check{newCheck(idHostsShadowed, OK, "no rewrite rule covers a hairpin host (%s read in %s and the files it imports)", plural(count, "name rewrite rule", "name rewrite rules"), where).on("configmap/" + cf.ConfigMap)}
+		msg := fmt.Sprintf("no rewrite rule covers a hairpin host (%s read in %s and the files it imports)", plural(count, "name rewrite rule", "name rewrite rules"), where)
+		if told > 0 {
+			msg += fmt.Sprintf(", and no CoreDNS replica's loaded rewrite renames one (%d/%d replicas say so)", told, len(f.CoreDNS))
+		}
+		return []Check{newCheck(idHostsShadowed, OK, "%s", msg).on("configmap/" + cf.ConfigMap)}
 	}
 	return out
+}
+
+// replicasRewriting reads, from each CoreDNS replica whose metrics were
+// read, how many hairpin hosts the rewrite it has loaded renames
+// (rules.MetricHostsRewritten): the ConfigMap says what the next reload
+// loads, the replica what it answers with now. loaded lists the replicas
+// that still rename some ("POD (N hosts)"), told counts those that said.
+// A replica without the series runs an image older than the metric.
+func replicasRewriting(f *Facts) (loaded []string, told int, pods []PodFacts) {
+	pods = scraped(f.CoreDNS)
+	for _, p := range pods {
+		n, ok := p.Metrics.Sum(rules.MetricHostsRewritten)
+		if !ok {
+			continue
+		}
+		told++
+		if n > 0 {
+			loaded = append(loaded, fmt.Sprintf("%s (%s)", p.Pod.Name, plural(int(n), "host", "hosts")))
+		}
+	}
+	return loaded, told, pods
 }
 
 // shadowed is the finding for one host and the rules that rename it.

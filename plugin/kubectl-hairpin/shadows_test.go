@@ -1,11 +1,13 @@
 package kubectlhairpin
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	core "k8s.io/api/core/v1"
 
+	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 	"github.com/coredns-hairpin/hairpin/test/e2e"
 	"github.com/coredns-hairpin/hairpin/test/harness"
 )
@@ -117,8 +119,21 @@ func TestGoldenShadows(t *testing.T) {
 	}
 }
 
+// loadedRewrites makes each CoreDNS replica say, in its metrics, how many
+// hairpin hosts the rewrite it has loaded renames: a and b for coredns-a
+// and coredns-b.
+func loadedRewrites(a, b int) func(*testing.T, *cluster) {
+	return func(_ *testing.T, c *cluster) {
+		for ip, n := range map[string]int{corednsA: a, corednsB: b} {
+			c.metrics[ip+":9153"] += fmt.Sprintf("# TYPE %s gauge\n%s{server=\"dns://:53\",zone=\".\"} %d\n", rules.MetricHostsRewritten, rules.MetricHostsRewritten, n)
+		}
+	}
+}
+
 func init() {
 	checkCases = append(checkCases,
+		checkCase{id: idHostsShadowed, name: "ReplicaStillRunsTheRemovedRule", want: Warn, contains: "1 of 2 CoreDNS replicas still run a rewrite that renames hairpin hosts, as they loaded it: coredns-a (2 hosts)", change: loadedRewrites(2, 0)},
+		checkCase{id: idHostsShadowed, name: "EveryReplicaLoadedTheCorefileWithoutTheRule", want: OK, contains: "and no CoreDNS replica's loaded rewrite renames one (2/2 replicas say so)", change: loadedRewrites(0, 0)},
 		checkCase{id: idHostsShadowed, name: "NoRewrite", want: OK, contains: "no rewrite rule covers a hairpin host"},
 		checkCase{id: idHostsShadowed, name: "OuroborosLeftover", want: Warn, contains: "host app.example.com is rewritten before hairpin sees it, so hairpin never answers it: ouroboros's rewrite `rewrite name app.example.com ouroboros-proxy.ouroboros.svc.cluster.local.` (ConfigMap kube-system/coredns-custom, key ouroboros.override, line 1)", change: ouroborosImportMode},
 		checkCase{id: idHostsShadowed, name: "RuleCoreDNSCannotRead", want: Warn, contains: "cannot tell whether a rewrite `rewrite name glob *.example.com proxy.` (ConfigMap kube-system/coredns-custom, key glob.override, line 1) rewrites a hairpin host", change: overrides("glob.override", "rewrite name glob *.example.com proxy.\n")},

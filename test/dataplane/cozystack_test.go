@@ -56,6 +56,8 @@ func TestCozystackManagementCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: a whole cluster")
 	}
+	// Parallel (see TestMain): a cluster of its own that it mostly waits on.
+	t.Parallel()
 	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
 		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
 	}
@@ -65,7 +67,7 @@ func TestCozystackManagementCluster(t *testing.T) {
 func cozystackStory(t *testing.T) {
 	start := time.Now()
 	defer func() { t.Logf("%s: %s", t.Name(), time.Since(start).Round(time.Millisecond)) }()
-	e := startCozystack(t)
+	e := startCozystack(t, "cozy")
 	t.Logf("the Cozystack-shaped cluster is up %s after the start", time.Since(start).Round(time.Millisecond))
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
@@ -164,10 +166,12 @@ func cozystackStory(t *testing.T) {
 // startCozystack starts a cluster of the shape of Cozystack's management
 // cluster: Cilium as kube-proxy replacement, Talos's stock Corefile for
 // cozy.local, Cozystack's two ingress controllers, prometheus-operator's
-// CRDs for the chart's example, and crds, further CRD folders.
-func startCozystack(t *testing.T, crds ...string) *dataplane.Env {
+// CRDs for the chart's example, and crds, further CRD folders. Its name is
+// unique among the clusters that run side by side (TestMain): it names the
+// node's network namespaces and cgroup.
+func startCozystack(t *testing.T, name string, crds ...string) *dataplane.Env {
 	return dataplane.StartWith(t, dataplane.Config{
-		Mode: cozyDataplane, Name: "cozy", Distribution: "talos", ClusterDomain: cozyDomain,
+		Mode: cozyDataplane, Name: name, Distribution: "talos", ClusterDomain: cozyDomain,
 		Controllers: cozyControllers, CRDDirs: append([]string{dataplane.MonitoringCRDs(t)}, crds...),
 	})
 }

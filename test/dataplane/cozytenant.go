@@ -36,28 +36,22 @@ const CozyTenantZone = "foo.example.net"
 // KubeDNSClusterIPDeviation is the tenant's kube-dns address: Cozystack's
 // (packages/apps/kubernetes/templates/helmreleases/coredns.yaml of
 // cozystack/cozystack at 3c780acd), and the test cluster's.
-var KubeDNSClusterIPDeviation = Deviation{What: "kube-system/kube-dns spec.clusterIP", Cozystack: "10.95.0.10", Ours: cluster.DNSIP.String(),
+var KubeDNSClusterIPDeviation = cluster.Deviation{Path: "kube-system/kube-dns spec.clusterIP", Cozystack: "10.95.0.10", Ours: cluster.DNSIP.String(),
 	Reason: "10.95.0.10 is a private-range address, which the test cluster may not use: its Services come from " + cluster.ServiceCIDR.String()}
-
-// Deviation is one way a cluster of a shape differs from what Cozystack
-// renders, and why.
-type Deviation struct {
-	What, Cozystack, Ours, Reason string
-}
 
 // CozyTenantDeviations are the tenant cluster's differences from
 // Cozystack's rendering beyond Cilium's (cluster.CozyTenant's values):
 // its CoreDNS and its ingress.
-var CozyTenantDeviations = []Deviation{
+var CozyTenantDeviations = []cluster.Deviation{
 	KubeDNSClusterIPDeviation,
-	{What: "CoreDNS image", Cozystack: "registry.k8s.io/coredns/coredns:v1.12.4", Ours: "ours, at the chart's appVersion",
+	{Path: "CoreDNS image", Cozystack: "registry.k8s.io/coredns/coredns:v1.12.4", Ours: "ours, at the chart's appVersion",
 		Reason: "the product's image-only activation, as examples/cozystack-coredns/values.yaml swaps it"},
-	{What: "CoreDNS Deployment", Cozystack: "the coredns chart's (labels app.kubernetes.io/*, ports udp-53/tcp-53, readiness after 30 s, 128Mi)", Ours: "kubeadm's with Cozystack's ServiceAccount, replicas and coredns-custom mount",
+	{Path: "CoreDNS Deployment", Cozystack: "the coredns chart's (labels app.kubernetes.io/*, ports udp-53/tcp-53, readiness after 30 s, 128Mi)", Ours: "kubeadm's with Cozystack's ServiceAccount, replicas and coredns-custom mount",
 		Reason: "what the hairpin chart and kubectl hairpin check read is the same: the k8s-app: kube-dns label, the ServiceAccount, the Corefile and its mounts"},
-	{What: "ingress-nginx kind", Cozystack: "DaemonSet on nodes labelled node-role.kubernetes.io/ingress-nginx", Ours: "Deployment",
+	{Path: "ingress-nginx kind", Cozystack: "DaemonSet on nodes labelled node-role.kubernetes.io/ingress-nginx", Ours: "Deployment",
 		Reason: "the harness runs its ingress controllers as Deployments (cluster.IngressController); on one node either runs one Pod there"},
-	{What: "ingress-nginx Service externalTrafficPolicy", Cozystack: "Local (packages/system/ingress-nginx/values.yaml)", Ours: "Cluster",
+	{Path: "ingress-nginx Service externalTrafficPolicy", Cozystack: "Local (packages/system/ingress-nginx/values.yaml)", Ours: "Cluster",
 		Reason: "the one node holds the controller's Pod, and the load balancer's PROXY header carries the client's address either way"},
-	{What: "ingress-nginx controller", Cozystack: "ghcr.io/cozystack/ingress-nginx-with-protobuf-exporter/controller:v1.11.2", Ours: "nginx configured as ingress-nginx renders use-proxy-protocol",
+	{Path: "ingress-nginx controller", Cozystack: "ghcr.io/cozystack/ingress-nginx-with-protobuf-exporter/controller:v1.11.2", Ours: "nginx configured as ingress-nginx renders use-proxy-protocol",
 		Reason: "no image is pulled here; what matters is that every listener requires the PROXY header"},
 }

@@ -21,6 +21,15 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
+// TestMain checks that the machine is as the clusters found it.
+//
+// The tests that wait longest (the lifecycle, the migration, the Cozystack
+// clusters) call t.Parallel: Go runs them after every sequential story,
+// two at a time (`make test` gives -parallel 2; four at once on 2 cores,
+// beside other work, made kube-proxy and the node agent miss their
+// bounds), each on clusters of its own or on the shared clusters the
+// stories have left by then. They mostly wait on their clusters (reloads,
+// rollouts, resyncs), and on 2 cores CI's time is CPU time.
 func TestMain(m *testing.M) {
 	if _, err := cluster.DataplanesChosen(); err != nil {
 		fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)

@@ -51,11 +51,15 @@ func TestMigrateFromOuroboros(t *testing.T) {
 	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
 		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
 	}
+	// Parallel (see TestMain): clusters of its own that it mostly waits on.
+	t.Parallel()
 	t.Run("cozystack-management", func(t *testing.T) {
 		root := cozyControllers[0]
 		migrate(t, migrationShape{
 			name: "cozystack-management", ic: root, tenant: false,
-			start: func(t *testing.T) *dataplane.Env { return startCozystack(t, dataplane.CozystackCRDs(t)) },
+			start: func(t *testing.T) *dataplane.Env {
+				return startCozystack(t, "migrate-cozy", dataplane.CozystackCRDs(t))
+			},
 			o: &dataplane.Ouroboros{Namespace: "cozy-ouroboros", Release: "ouroboros", Mode: dataplane.OuroborosCoreDNS,
 				ClusterDomain: cozyDomain, Upstream: root.Namespace + "/" + root.Service()},
 			// The platform with the PROXY protocol on emits ouroboros's
@@ -85,7 +89,7 @@ func TestMigrateFromOuroboros(t *testing.T) {
 			name: "cozystack-tenant", ic: ic, tenant: true,
 			start: func(t *testing.T) *dataplane.Env {
 				return dataplane.StartWith(t, dataplane.Config{
-					Mode: cluster.CozyTenant, Distribution: dataplane.CozyTenantDistribution,
+					Mode: cluster.CozyTenant, Name: "migrate-tenant", Distribution: dataplane.CozyTenantDistribution,
 					Controllers: tenantControllers, HostSearch: []string{dataplane.CozyPlatformDomain},
 					CRDDirs: []string{dataplane.CozystackCRDs(t)},
 				})

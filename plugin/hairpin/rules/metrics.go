@@ -19,6 +19,7 @@ const (
 	MetricKindSynced       = MetricPrefix + "kind_synced"                // by cache, kind (watched kind)
 	MetricWatchErrors      = MetricPrefix + "watch_errors_total"         // by cache, kind, reason
 	MetricIndexUpdateDelay = MetricPrefix + "index_update_delay_seconds" // histogram
+	MetricHostsRewritten   = MetricPrefix + "hosts_rewritten"            // by server
 )
 
 // Reasons a named host is not served: the values of the reason label of

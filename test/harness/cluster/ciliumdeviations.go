@@ -2,29 +2,6 @@ package cluster
 
 import "slices"
 
-// ciliumDeviation is one way the cilium dataplane differs from Cilium as
-// Cozystack's default networking variant installs it.
-type ciliumDeviation struct {
-	// Path is the chart value's path, or, where the difference is no
-	// chart value, what differs.
-	Path string
-	// Cozystack is what Cozystack has; Ours is what the harness has. For
-	// a chart value, Cozystack is the value its files or else the chart's
-	// defaults give (nil: neither sets it), and Ours is passed to the
-	// chart (nil unsets the path).
-	Cozystack, Ours any
-	// Reason says why the harness cannot have Cozystack's.
-	Reason string
-	// Value says Path is a chart value, rendered with Ours.
-	Value bool
-	// Config are the cilium-config keys the value changes (added,
-	// removed or changed) from Cozystack's rendering.
-	Config []string
-	// record changes the objects the harness records from the chart's
-	// rendering; nil for most rows.
-	record func(*ciliumInstall)
-}
-
 // Reasons that several rows share.
 const (
 	noEnvoy  = "no Envoy binary can be had here (Cilium's cilium-envoy image carries it, and it is not built from Go)"
@@ -38,33 +15,33 @@ const (
 // Cozystack's rendering but for the rows' Config keys.
 var ciliumDeviations = append(slices.Clone(commonCiliumDeviations),
 	// Talos's node, which this machine is not.
-	ciliumDeviation{Path: "cgroup.hostRoot", Cozystack: "/sys/fs/cgroup", Ours: "/run/cilium/cgroupv2", Value: true,
+	Deviation{Path: "cgroup.hostRoot", Cozystack: "/sys/fs/cgroup", Ours: "/run/cilium/cgroupv2", Value: true,
 		Reason: "the agent's cgroup root is the node's child of the cgroup2 hierarchy, bind-mounted there in the agent's own mount namespace (agentMounts): the machine's /sys/fs/cgroup holds cgroup v1 controllers, and the hierarchy's root would reach every process of the machine",
 		Config: []string{"cgroup-root"}},
-	ciliumDeviation{Path: "cgroup.autoMount", Cozystack: "off: Talos mounts cgroup2 at /sys/fs/cgroup", Ours: "off: the harness bind-mounts the node's child cgroup at cgroup.hostRoot",
+	Deviation{Path: "cgroup.autoMount", Cozystack: "off: Talos mounts cgroup2 at /sys/fs/cgroup", Ours: "off: the harness bind-mounts the node's child cgroup at cgroup.hostRoot",
 		Reason: "no mount-cgroup init container runs (the agent is a process, not a Pod), and a fresh cgroup2 mount shows the hierarchy's root, the machine's"},
-	ciliumDeviation{Path: "k8sServiceHost, k8sServicePort", Cozystack: "localhost:7445 (Talos's KubePrism)", Ours: "the test apiserver, through the agent's --k8s-kubeconfig-path; the DaemonSet record keeps Cozystack's",
+	Deviation{Path: "k8sServiceHost, k8sServicePort", Cozystack: "localhost:7445 (Talos's KubePrism)", Ours: "the test apiserver, through the agent's --k8s-kubeconfig-path; the DaemonSet record keeps Cozystack's",
 		Reason: "no KubePrism runs on this node: the agent is given the control plane's kubeconfig"},
 	// Kube-OVN's pieces: cilium-cni is chained (generic-veth) on the CNI
 	// reference plugins' ptp and host-local in Kube-OVN's place, whose
 	// module is not served (ciliumchain.go).
-	ciliumDeviation{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: nil, Value: true,
+	Deviation{Path: "devices", Cozystack: "ovn0 genev_sys_6081", Ours: nil, Value: true,
 		Reason: "ovn0 and genev_sys_6081 are Kube-OVN's devices, which ptp does not make; the agent detects the node's own (eth0; the Pods' veths have no default route, so it leaves them out)",
 		Config: []string{"devices"}},
-	ciliumDeviation{Path: "cozy-cilium/cni-configuration ConfigMap", Cozystack: "Kube-OVN, portmap (snat) and cilium-cni, chained (packages/system/cilium/templates/cni.yaml)",
+	Deviation{Path: "cozy-cilium/cni-configuration ConfigMap", Cozystack: "Kube-OVN, portmap (snat) and cilium-cni, chained (packages/system/cilium/templates/cni.yaml)",
 		Ours:   "ptp with host-local IPAM in the node's podCIDR (state in the test's folder), portmap and cilium-cni: the same list with ptp in Kube-OVN's place",
 		Reason: "Kube-OVN cannot be built here (its module is not served); ptp, like Kube-OVN, makes the Pod's veth and gives it its address, and cilium-cni attaches to that veth"},
-	ciliumDeviation{Path: "cilium_host's address", Cozystack: "Kube-OVN's gateway of the node's subnet", Ours: "the podCIDR's first address, written into the node's CiliumNode (spec.addresses CiliumInternalIP) before the agent starts",
+	Deviation{Path: "cilium_host's address", Cozystack: "Kube-OVN's gateway of the node's subnet", Ours: "the podCIDR's first address, written into the node's CiliumNode (spec.addresses CiliumInternalIP) before the agent starts",
 		Reason: "left alone, the agent takes a random free address of the podCIDR, which host-local may also hand out; .1 is the gateway host-local's range leaves out"},
 	// Cozystack's other package of the variant.
-	ciliumDeviation{Path: "CiliumClusterwideNetworkPolicy restrict-system-components", Cozystack: "applied (packages/system/cilium-networkpolicy): denies world ingress to the node's ports 2379, 2380, 3367, 7946, 8123, 9120, 9121, 9140, 9141, 9443, 10250, 10257, 10259",
+	Deviation{Path: "CiliumClusterwideNetworkPolicy restrict-system-components", Cozystack: "applied (packages/system/cilium-networkpolicy): denies world ingress to the node's ports 2379, 2380, 3367, 7946, 8123, 9120, 9121, 9140, 9141, 9443, 10250, 10257, 10259",
 		Ours:   "not applied",
 		Reason: "not applied until the stories have run under it: it is the host firewall's first policy here, and puts the node's own endpoint under enforcement; the ports it closes to world are reached here only from the node itself"},
 )
 
 // commonCiliumDeviations are the deviations of every shape of Cilium's
 // ([ciliumShapes]): what no shape can have on this machine.
-var commonCiliumDeviations = []ciliumDeviation{
+var commonCiliumDeviations = []Deviation{
 	// Envoy, and what needs it.
 	// envoy.enabled stays Cozystack's true: without the L7 proxy the chart
 	// renders no Envoy DaemonSet and no Envoy setting (a row for it would

@@ -73,7 +73,7 @@ func configDiff(a, b *ciliumInstall) []string {
 // must be named by a row; every key a row names must change when the
 // row's value is left to Cozystack's files; a chart value row that
 // changes nothing (cilium-config, the DaemonSet, the Deployment) is stale.
-func deviationErrors(ctx context.Context, r *renders, rows []ciliumDeviation, values CiliumValues) ([]string, error) {
+func deviationErrors(ctx context.Context, r *renders, rows []Deviation, values CiliumValues) ([]string, error) {
 	pure, err := r.of(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -149,28 +149,28 @@ func TestCiliumConfigIsCozystacksButForTheDeviations(t *testing.T) {
 func TestCiliumDeviationCheckFails(t *testing.T) {
 	helm, chart := ciliumChart(t)
 	r := &renders{helm: helm, chart: chart, shape: ciliumModeShape, done: map[string]*ciliumInstall{}}
-	hostOnly := ciliumDeviation{Path: "socketLB.hostNamespaceOnly", Cozystack: false, Ours: true, Value: true, Config: []string{"bpf-lb-sock-hostns-only"}}
+	hostOnly := Deviation{Path: "socketLB.hostNamespaceOnly", Cozystack: false, Ours: true, Value: true, Config: []string{"bpf-lb-sock-hostns-only"}}
 	for _, tc := range []struct {
 		name   string
-		rows   []ciliumDeviation
+		rows   []Deviation
 		values CiliumValues
 		want   string // in the one error
 	}{
 		{
 			name:   "KeyNamedByNoRow",
-			rows:   []ciliumDeviation{hostOnly},
+			rows:   []Deviation{hostOnly},
 			values: CiliumValues{"socketLB.hostNamespaceOnly": true, "bpf.lbMapMax": 131072},
 			want:   `cilium-config bpf-lb-map-max: Cozystack's rendering has "65536", ours "131072", and no deviation names it`,
 		},
 		{
 			name:   "RowNamesAKeyItDoesNotChange",
-			rows:   []ciliumDeviation{{Path: hostOnly.Path, Cozystack: false, Ours: true, Value: true, Config: []string{"bpf-lb-sock-hostns-only", "enable-sctp"}}},
+			rows:   []Deviation{{Path: hostOnly.Path, Cozystack: false, Ours: true, Value: true, Config: []string{"bpf-lb-sock-hostns-only", "enable-sctp"}}},
 			values: CiliumValues{"socketLB.hostNamespaceOnly": true},
 			want:   "the deviation socketLB.hostNamespaceOnly names cilium-config enable-sctp, which it does not change",
 		},
 		{
 			name:   "StaleRow",
-			rows:   []ciliumDeviation{hostOnly, {Path: "hubble.enabled", Cozystack: false, Ours: false, Value: true}},
+			rows:   []Deviation{hostOnly, {Path: "hubble.enabled", Cozystack: false, Ours: false, Value: true}},
 			values: CiliumValues{"socketLB.hostNamespaceOnly": true, "hubble.enabled": false},
 			want:   "the deviation hubble.enabled (Cozystack's false, ours false) is stale",
 		},

@@ -10,13 +10,13 @@ type ciliumShape struct {
 	// name is the dataplane's name: the cilium mode's, or a shape's.
 	name       string
 	files      []valueFile
-	deviations []ciliumDeviation
+	deviations []Deviation
 	// cozystackValues are the files' values, read once, and not to be
 	// changed.
 	cozystackValues func() ([]map[string]any, error)
 }
 
-func newCiliumShape(name string, files []valueFile, deviations []ciliumDeviation) *ciliumShape {
+func newCiliumShape(name string, files []valueFile, deviations []Deviation) *ciliumShape {
 	return &ciliumShape{name: name, files: files, deviations: deviations,
 		cozystackValues: sync.OnceValues(func() ([]map[string]any, error) { return readValueFiles(files) })}
 }

@@ -30,13 +30,13 @@ var cozyTenantValueFiles = []valueFile{
 // from Cozystack's tenant Cilium, as [ciliumDeviations] is the cilium
 // mode's.
 var cozyTenantDeviations = append(slices.Clone(commonCiliumDeviations),
-	ciliumDeviation{Path: "cgroup.autoMount", Cozystack: "on: the mount-cgroup init container mounts cgroup2 at cgroup.hostRoot (/run/cilium/cgroupv2)", Ours: "the harness bind-mounts the node's child cgroup there",
+	Deviation{Path: "cgroup.autoMount", Cozystack: "on: the mount-cgroup init container mounts cgroup2 at cgroup.hostRoot (/run/cilium/cgroupv2)", Ours: "the harness bind-mounts the node's child cgroup there",
 		Reason: "no init container runs (the agent is a process, not a Pod), and a fresh cgroup2 mount shows the hierarchy's root, the machine's"},
-	ciliumDeviation{Path: "k8sServiceHost, k8sServicePort", Cozystack: "kubernetes-foo.tenant-foo.svc:6443 (the tenant's Kamaji Service)", Ours: "the test apiserver, through the agent's --k8s-kubeconfig-path; the DaemonSet record keeps Cozystack's",
+	Deviation{Path: "k8sServiceHost, k8sServicePort", Cozystack: "kubernetes-foo.tenant-foo.svc:6443 (the tenant's Kamaji Service)", Ours: "the test apiserver, through the agent's --k8s-kubeconfig-path; the DaemonSet record keeps Cozystack's",
 		Reason: "no Kamaji runs here: the control plane is the node's, and the agent is given its kubeconfig"},
-	ciliumDeviation{Path: "cni.exclusive", Cozystack: true, Ours: false, Value: true,
+	Deviation{Path: "cni.exclusive", Cozystack: true, Ours: false, Value: true,
 		Reason: "the agent writes its conflist into the test's own folder, where it would rename nothing else; false keeps it from touching any other CNI folder",
 		Config: []string{"cni-exclusive"}},
-	ciliumDeviation{Path: "endpointHealthChecking.enabled", Cozystack: true, Ours: false, Value: true, Reason: noHealth,
+	Deviation{Path: "endpointHealthChecking.enabled", Cozystack: true, Ours: false, Value: true, Reason: noHealth,
 		Config: []string{"enable-endpoint-health-checking"}},
 )
