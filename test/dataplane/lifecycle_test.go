@@ -91,6 +91,8 @@ type opLog struct {
 	missed []string
 	// allowed is how many failures the goal allows, given the tally.
 	allowed func(steady.Tally, []steady.Result) int
+	// note says more of the operation's results, after its line.
+	note func(rs []steady.Result) string
 }
 
 type lifecycleRun struct {
@@ -410,10 +412,20 @@ func (r *lifecycleRun) targetChange(kept, moved string) {
 	}
 	r.target[moved] = after
 	r.must(r.e.WaitResolves(r.ctx, moved, ip), "resolve "+moved+" to "+next.Name)
-	answeredAt := time.Now()
 	readyAt := ready.wait(r.t, "a ready endpoint for "+next.Name)
-	r.t.Logf("target-change: after it began, %s had a ready endpoint at %s, every replica answered %s with it at %s",
-		next.Name, readyAt.Sub(op.from).Round(time.Millisecond), moved, answeredAt.Sub(op.from).Round(time.Millisecond))
+	op.note = func(rs []steady.Result) string {
+		var first time.Time
+		for _, res := range rs {
+			if res.Host == moved && res.Kind == steady.KindDNS && steady.Answered(res, after) && (first.IsZero() || res.At.Before(first)) {
+				first = res.At
+			}
+		}
+		if first.IsZero() {
+			return "no answer for " + moved + " with " + next.Name
+		}
+		return fmt.Sprintf("%s had a ready endpoint %s after the operation began; the first answer with it for %s came %s after that",
+			next.Name, readyAt.Sub(op.from).Round(time.Millisecond), moved, first.Sub(readyAt).Round(time.Millisecond))
+	}
 	r.waitRolledOut()
 	r.waitServed()
 
@@ -583,6 +595,9 @@ func (r *lifecycleRun) report(client string, results []steady.Result, end time.T
 		tally := steady.Count(rs, op.judge)
 		r.t.Logf("lifecycle: %s%s requests=%d failed=%d window_ms=%d retries=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f", op.name, client,
 			tally.Requests, tally.Failed, tally.Window.Milliseconds(), tally.Retries, ms(tally.P50), ms(tally.P99), ms(tally.Max))
+		if op.note != nil {
+			r.t.Logf("%s%s: %s", op.name, client, op.note(rs))
+		}
 		allowed := 0
 		if op.allowed != nil {
 			allowed = op.allowed(tally, results)
