@@ -4,11 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
+
+	"k8s.io/client-go/tools/cache"
 )
 
 // hostCache is the shared state behind one or more hairpin server blocks: the
@@ -41,8 +44,12 @@ type hostCache struct {
 	// the direct targets whose Service was found missing (logged once).
 	direct        map[string]*directWatch
 	directMissing map[string]bool
-	stopCh        chan struct{}
-	wg            sync.WaitGroup
+	// The EndpointSlices of discovered targets, which a new target waits
+	// for (watch_endpoints.go); nil with proxy and proxy_ip.
+	slices    cache.SharedIndexInformer
+	sliceKind *kindWatch
+	stopCh    chan struct{}
+	wg        sync.WaitGroup
 }
 
 func newHostCache(c *clients, s settings) *hostCache {
@@ -81,11 +88,14 @@ func (hc *hostCache) start() error {
 	if err := hc.watchTargets(); err != nil {
 		return err
 	}
+	// The kinds so far; the Gateway API kinds and the Services of direct
+	// targets, which handlers add once the informers run, wait for their
+	// own sync.
+	kinds := slices.Clone(hc.kinds)
 	for _, f := range hc.watches.factories {
 		f.Start(hc.stopCh)
 	}
 	hc.runControllers()
-	kinds := hc.kinds // the Gateway API kinds wait for their own sync
 	hc.mu.Lock()
 	hc.ensureGatewayWatchesLocked()
 	hc.mu.Unlock()
@@ -186,6 +196,7 @@ func (hc *hostCache) afterLateSync(tick <-chan time.Time) {
 // openUp publishes what the lists delivered so far and starts serving.
 func (hc *hostCache) openUp(unsynced []string) {
 	hc.mu.Lock()
+	hc.endEveryWaitLocked()
 	hc.publishLocked()
 	hc.open.Store(true)
 	close(hc.openCh)

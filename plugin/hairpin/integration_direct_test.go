@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	core "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 	rbac "k8s.io/api/rbac/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -30,8 +31,10 @@ func (it *integration) directTargets(t *testing.T, ns string) {
 		t.Fatal(err)
 	}
 	it.grantRead(t, user, "networking.k8s.io", "ingresses", "ingressclasses")
-	it.grantNamespaced(t, user, ns, "services")
-	it.grantNamespaced(t, user, gwNS, "services")
+	// As the chart grants: the targets and their EndpointSlices, and the
+	// Services that direct targets name.
+	it.grantNamespaced(t, user, ns, readRule("", "services"), readRule(discovery.GroupName, "endpointslices"))
+	it.grantNamespaced(t, user, gwNS, readRule("", "services"))
 
 	public := it.createControllerService(t, gwNS, "public", "")
 	proxied := it.createTarget(t, ns, "proxied", map[string]string{rules.ZonesAnnotation: "example.com", rules.IngressClassesAnnotation: "nginx"})
@@ -103,12 +106,12 @@ func nextAddr(ip string) string {
 
 // grantNamespaced binds user to get/list/watch on core resources in ns, as
 // the chart's Roles do.
-func (it *integration) grantNamespaced(t *testing.T, user, ns string, resources ...string) {
+func (it *integration) grantNamespaced(t *testing.T, user, ns string, rules ...rbac.PolicyRule) {
 	t.Helper()
 	name := user + "-read"
 	role := &rbac.Role{
 		ObjectMeta: meta.ObjectMeta{Name: name, Namespace: ns},
-		Rules:      []rbac.PolicyRule{{APIGroups: []string{""}, Resources: resources, Verbs: []string{"get", "list", "watch"}}},
+		Rules:      rules,
 	}
 	if _, err := it.kube.RbacV1().Roles(ns).Create(it.ctx(t), role, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)

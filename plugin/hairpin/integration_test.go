@@ -46,6 +46,7 @@ func TestIntegration(t *testing.T) {
 	it.run("GatewayRoutesAttachAndReparent", it.gatewayRoutes)
 	it.run("APIServerDownServesLastKnownThenCatchesUp", it.apiserverRestart)
 	it.run("TargetsAppearChangeAndGoLive", it.targetsLive)
+	it.run("TargetTakesHostsOnceItsServiceHasAReadyEndpoint", it.targetsWaitForEndpoints)
 	it.run("DirectTargetsFollowTheirNamedService", it.directTargets)
 	it.run("GatewayRBACMissingIngressHostsStillServed", it.gatewayForbidden)
 	it.run("NotReadyUntilSyncOrStartupTimeout", it.notReadyBeforeSync)
@@ -157,17 +158,9 @@ func (it *integration) createIngress(t *testing.T, ing *networking.Ingress) {
 // the next plugin).
 func wantA(t *testing.T, hc *hostCache, qname, want string) {
 	t.Helper()
-	h := newTestHairpin(hc, []string{"example.com."})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rec := dnstest.NewRecorder(&test.ResponseWriter{})
-		h.ServeDNS(context.Background(), rec, test.Case{Qname: qname, Qtype: dns.TypeA}.Msg())
-		got := ""
-		if rec.Msg != nil && len(rec.Msg.Answer) == 1 {
-			if a, ok := rec.Msg.Answer[0].(*dns.A); ok {
-				got = a.A.String()
-			}
-		}
+		got := answerA(hc, qname)
 		if got == want {
 			return
 		}
@@ -176,6 +169,20 @@ func wantA(t *testing.T, hc *hostCache, qname, want string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// answerA is the one A record the handler answers qname with, "" for a
+// pass to the next plugin.
+func answerA(hc *hostCache, qname string) string {
+	h := newTestHairpin(hc, []string{"example.com."})
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	h.ServeDNS(context.Background(), rec, test.Case{Qname: qname, Qtype: dns.TypeA}.Msg())
+	if rec.Msg != nil && len(rec.Msg.Answer) == 1 {
+		if a, ok := rec.Msg.Answer[0].(*dns.A); ok {
+			return a.A.String()
+		}
+	}
+	return ""
 }
 
 func (it *integration) syncThenAnswer(t *testing.T, ns string) {
@@ -493,6 +500,10 @@ func (it *integration) createTarget(t *testing.T, ns, name string, ann map[strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its proxy is up: the target takes hosts as soon as it is seen.
+	if err := harness.ServeEndpoints(it.ctx(t), it.kube, created); err != nil {
+		t.Fatal(err)
+	}
 	return created.Spec.ClusterIP
 }
 
@@ -568,7 +579,7 @@ func (it *integration) grantRead(t *testing.T, user, group string, resources ...
 	name := user + "-" + strings.ReplaceAll(group, ".", "-") + "-read"
 	role := &rbac.ClusterRole{
 		ObjectMeta: meta.ObjectMeta{Name: name},
-		Rules:      []rbac.PolicyRule{{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch"}}},
+		Rules:      []rbac.PolicyRule{readRule(group, resources...)},
 	}
 	if _, err := it.kube.RbacV1().ClusterRoles().Create(it.ctx(t), role, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -581,6 +592,11 @@ func (it *integration) grantRead(t *testing.T, user, group string, resources ...
 	if _, err := it.kube.RbacV1().ClusterRoleBindings().Create(it.ctx(t), binding, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// readRule grants get/list/watch on resources of group.
+func readRule(group string, resources ...string) rbac.PolicyRule {
+	return rbac.PolicyRule{APIGroups: []string{group}, Resources: resources, Verbs: []string{"get", "list", "watch"}}
 }
 
 func gatewayClientFor(t *testing.T, cp *harness.ControlPlane) gwclient.Interface {

@@ -42,7 +42,7 @@ var (
 
 	targetsKnown = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Name: rules.MetricTargets,
-		Help: "Known targets, by state (serving, no_addresses, disabled).",
+		Help: "Known targets, by state (serving, no_addresses, disabled, waiting for a ready endpoint).",
 	}, []string{"cache", "state"})
 
 	targetAddresses = promauto.NewGaugeVec(prometheus.GaugeOpts{
@@ -107,12 +107,14 @@ func (hc *hostCache) reportLocked(ix *index) {
 	for kind, n := range hc.claims.unselected {
 		unselectedObjects.WithLabelValues(hc.id, rules.Kind(kind).String()).Set(float64(n))
 	}
-	states := map[string]int{rules.StateServing: 0, rules.StateNoAddresses: 0, rules.StateDisabled: 0}
+	states := map[string]int{rules.StateServing: 0, rules.StateNoAddresses: 0, rules.StateDisabled: 0, rules.StateWaiting: 0}
 	for _, t := range hc.targets {
 		targetHosts.WithLabelValues(hc.id, t.Name).Set(float64(hc.claims.perTarget[t]))
 		switch {
 		case !t.Enabled():
 			states[rules.StateDisabled]++
+		case t.Waiting:
+			states[rules.StateWaiting]++
 		case t.load().empty():
 			states[rules.StateNoAddresses]++
 		default:

@@ -49,6 +49,9 @@ type settings struct {
 	kubeconfig       string
 	kubecontext      string
 	startupTimeout   time.Duration
+	// settle is how long a new target has been ready before it takes a
+	// host that a Serving target answers (settle.go); 0 takes it at once.
+	settle time.Duration
 	// discoveryInterval is how often missing Gateway API kinds are looked
 	// for again; 0 is defaultDiscoveryInterval. No directive sets it: it
 	// is an option for tests, which wait for CRDs installed mid-test.
@@ -73,6 +76,7 @@ func (s settings) cacheKey() string {
 		strings.Join(s.namespaces, ","),
 		s.labelString(),
 		s.kubeconfig, s.kubecontext,
+		s.settle.String(),
 	}, "|")
 }
 
@@ -157,6 +161,7 @@ func parse(c *caddy.Controller) (settings, error) {
 		labels:           labels.Everything(),
 		ttl:              defaultTTL,
 		startupTimeout:   defaultStartupTimeout,
+		settle:           defaultSettle,
 	}
 	stanzas := 0
 	for c.Next() {
@@ -218,6 +223,8 @@ func parse(c *caddy.Controller) (settings, error) {
 				}
 			case "startup_timeout":
 				s.startupTimeout, err = parseDuration("startup_timeout", args)
+			case "settle":
+				s.settle, err = parseDuration("settle", args)
 			default:
 				return s, c.Errf("unknown property '%s'", prop)
 			}

@@ -19,8 +19,8 @@ func TestParseGoodStanzas(t *testing.T) {
 			if s.targetsNamespace != "hairpin-system" || s.explicit() {
 				t.Errorf("targets %q explicit %v, want discovery in hairpin-system", s.targetsNamespace, s.explicit())
 			}
-			if s.ttl != 5 || s.startupTimeout != 5*time.Second {
-				t.Errorf("ttl %d startup_timeout %s, want 5 and 5s", s.ttl, s.startupTimeout)
+			if s.ttl != 5 || s.startupTimeout != 5*time.Second || s.settle != 2*time.Second {
+				t.Errorf("ttl %d startup_timeout %s settle %s, want 5, 5s and 2s", s.ttl, s.startupTimeout, s.settle)
 			}
 			if len(s.zones) != 1 || s.zones[0] != "example.com." {
 				t.Errorf("zones = %v, want the server block's", s.zones)
@@ -40,6 +40,7 @@ func TestParseGoodStanzas(t *testing.T) {
 			ttl 30
 			kubeconfig /etc/kube.conf admin@prod
 			startup_timeout 250ms
+			settle 0
 		}`, func(t *testing.T, s settings) {
 			if s.proxyNamespace != "ingress" || s.proxyName != "hp" {
 				t.Errorf("proxy = %s/%s", s.proxyNamespace, s.proxyName)
@@ -53,8 +54,8 @@ func TestParseGoodStanzas(t *testing.T) {
 			if s.labels.String() != "env in (prod,staging),tier=web" {
 				t.Errorf("labels = %q", s.labels.String())
 			}
-			if s.ttl != 30 || s.kubeconfig != "/etc/kube.conf" || s.kubecontext != "admin@prod" || s.startupTimeout != 250*time.Millisecond {
-				t.Errorf("ttl %d kubeconfig %q context %q startup_timeout %s", s.ttl, s.kubeconfig, s.kubecontext, s.startupTimeout)
+			if s.ttl != 30 || s.kubeconfig != "/etc/kube.conf" || s.kubecontext != "admin@prod" || s.startupTimeout != 250*time.Millisecond || s.settle != 0 {
+				t.Errorf("ttl %d kubeconfig %q context %q startup_timeout %s settle %s", s.ttl, s.kubeconfig, s.kubecontext, s.startupTimeout, s.settle)
 			}
 		}},
 		{"fixed proxy addresses", "hairpin {\nproxy_ip 127.77.0.5 fd00::5\n}", func(t *testing.T, s settings) {
@@ -98,6 +99,9 @@ func TestParseBadStanzasNameTheMistake(t *testing.T) {
 		{"hairpin {\nttl -1\n}", "ttl -1"},
 		{"hairpin {\nstartup_timeout 5\n}", `startup_timeout "5"`},
 		{"hairpin {\nstartup_timeout -1s\n}", "must not be negative"},
+		{"hairpin {\nsettle 2\n}", `settle "2"`},
+		{"hairpin {\nsettle -2s\n}", `settle "-2s": must not be negative`},
+		{"hairpin {\nsettle 1s 2s\n}", "settle takes one duration, got 2"},
 		{"hairpin {\nlabels a=b=c\n}", `labels "a=b=c"`},
 		{"hairpin {\nproxy hairpin-proxy\n}", `proxy "hairpin-proxy" is not NAMESPACE/NAME`},
 		{"hairpin {\nproxy a/b/c\n}", `proxy "a/b/c" is not NAMESPACE/NAME`},

@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns-hairpin/hairpin/plugin/hairpin/rules"
 
@@ -20,6 +21,15 @@ type target struct {
 	// The name and the selection; the selection is guarded by hostCache.mu.
 	rules.Target
 	addrs atomic.Pointer[proxyAddrs]
+	// ports names the ports of a discovered target's Service, each of
+	// which needs a ready endpoint before the target stops Waiting;
+	// guarded by hostCache.mu.
+	ports []string
+	// readySince is when its Service last became ready for each port,
+	// zero while it is not; settleTimer ends its Settling at readySince
+	// plus the settle time. Both guarded by hostCache.mu.
+	readySince  time.Time
+	settleTimer *time.Timer
 }
 
 // Rules implements rules.Candidate.

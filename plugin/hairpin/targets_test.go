@@ -21,7 +21,21 @@ import (
 func discoveryCache(t *testing.T, objs ...runtime.Object) (*hostCache, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
-	s := settings{zones: []string{"."}, targetsNamespace: defaultTargetsNamespace, labels: labels.Everything(), startupTimeout: 5 * time.Second}
+	return discoveryCacheOf(t, client, 5*time.Second), client
+}
+
+// discoveryCacheOf starts a target-discovery cache over client and waits
+// until it serves.
+func discoveryCacheOf(t *testing.T, client *fake.Clientset, startupTimeout time.Duration) *hostCache {
+	t.Helper()
+	return discoveryCacheWith(t, client, settings{startupTimeout: startupTimeout})
+}
+
+// discoveryCacheWith starts a target-discovery cache over client with s
+// (its zones, namespace and labels filled in) and waits until it serves.
+func discoveryCacheWith(t *testing.T, client *fake.Clientset, s settings) *hostCache {
+	t.Helper()
+	s.zones, s.targetsNamespace, s.labels = []string{"."}, defaultTargetsNamespace, labels.Everything()
 	hc := newHostCache(&clients{kube: client, gateway: gwfake.NewSimpleClientset(), discovery: &fakeDiscovery{served: map[string][]string{}}}, s)
 	if err := hc.start(); err != nil {
 		t.Fatal(err)
@@ -30,7 +44,7 @@ func discoveryCache(t *testing.T, objs ...runtime.Object) (*hostCache, *fake.Cli
 	if !hc.waitOpen(5 * time.Second) {
 		t.Fatal("cache did not open")
 	}
-	return hc, client
+	return hc
 }
 
 // wantTarget waits until qname is answered with ip ("" for not answered).

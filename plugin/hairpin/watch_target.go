@@ -16,6 +16,7 @@ import (
 type cachedService struct {
 	objectMeta
 	addrs       *proxyAddrs
+	ports       []string          // the names of its ports
 	annotations map[string]string // only the hairpin.coredns-hairpin.io/ keys
 	isTarget    bool              // carries the target label
 }
@@ -30,6 +31,9 @@ func slimService(obj any) (any, error) {
 		return obj, nil
 	}
 	c := &cachedService{objectMeta: newObjectMeta(svc, false), addrs: serviceAddrs(svc)}
+	for _, p := range svc.Spec.Ports {
+		c.ports = append(c.ports, p.Name)
+	}
 	_, c.isTarget = svc.Labels[rules.TargetLabel]
 	c.annotations = rules.TargetAnnotations(svc.Annotations)
 	return c, nil
@@ -51,7 +55,10 @@ func (hc *hostCache) watchTargets() error {
 		return hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onProxyServiceLocked, hc.onProxyServiceDeleteLocked)
 	default:
 		f := hc.newFactory(s.targetsNamespace, slimService, func(o *meta.ListOptions) { o.LabelSelector = rules.TargetLabel })
-		return hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onTargetLocked, hc.onTargetDeleteLocked)
+		if err := hc.handle(hc.addKind("service", true), f.Core().V1().Services().Informer(), hc.onTargetLocked, hc.onTargetDeleteLocked); err != nil {
+			return err
+		}
+		return hc.watchEndpoints()
 	}
 }
 
@@ -73,7 +80,7 @@ func (hc *hostCache) onProxyServiceDeleteLocked(obj any, _ time.Time) {
 
 // onTargetLocked adds or updates a discovered target. A change of what it
 // selects recomputes every object; a change of address is one atomic store.
-func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
+func (hc *hostCache) onTargetLocked(obj any, now time.Time) {
 	svc, ok := obj.(*cachedService)
 	if !ok {
 		return
@@ -84,6 +91,15 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 	}
 	rt := rules.NewTarget(svc.key(), svc.annotations)
 	t, known := hc.targets[svc.key()]
+	switch {
+	case rt.Spec.Direct != "":
+		// Answered with another Service: no proxy of ours has to come
+		// up first.
+	case known:
+		rt.Readiness = t.Readiness
+	default:
+		rt.Waiting = hc.waitsForEndpointsLocked()
+	}
 	switch {
 	case !known:
 		t = newTarget(*rt)
@@ -107,6 +123,8 @@ func (hc *hostCache) onTargetLocked(obj any, _ time.Time) {
 	}
 	delete(hc.directMissing, t.Name)
 	hc.storeAddrs(t, svc.addrs)
+	t.ports = svc.ports
+	hc.readinessLocked(t, now)
 }
 
 // onTargetDeleteLocked removes a target. Its addresses go first, so queries
@@ -121,6 +139,7 @@ func (hc *hostCache) onTargetDeleteLocked(obj any, _ time.Time) {
 		return
 	}
 	t.store(noAddrs)
+	t.stopSettle()
 	delete(hc.targets, t.Name)
 	delete(hc.directMissing, t.Name)
 	hc.pruneDirectLocked()

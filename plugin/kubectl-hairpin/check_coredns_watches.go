@@ -27,7 +27,7 @@ func corednsKinds(f *Facts) Check {
 				listing = append(listing, fmt.Sprintf("%s in %s", kind, p.Pod.Name))
 			case s.Value == 0:
 				unsynced = append(unsynced, fmt.Sprintf("%s in %s%s", kind, p.Pod.Name, reasons))
-				gatewayKinds = gatewayKinds || !slices.Contains([]string{"ingress", "ingressclass", "service"}, kind)
+				gatewayKinds = gatewayKinds || !slices.Contains([]string{"ingress", "ingressclass", "service", "endpointslice"}, kind)
 			case reasons != "":
 				erring = append(erring, fmt.Sprintf("%s in %s%s", kind, p.Pod.Name, reasons))
 			default:
@@ -113,7 +113,7 @@ func corednsTargets(f *Facts) Check {
 	for _, p := range pods {
 		objects = append(objects, podObject(p.Pod))
 		st := perCache(p.Metrics, metricTargets, "state")
-		serving, noAddr, disabled := int(st[rules.StateServing]), int(st[rules.StateNoAddresses]), int(st[rules.StateDisabled])
+		serving, noAddr, disabled, waiting := int(st[rules.StateServing]), int(st[rules.StateNoAddresses]), int(st[rules.StateDisabled]), int(st[rules.StateWaiting])
 		switch {
 		case disabled > 0:
 			return newCheck(idCoreDNSTargets, Fail, "CoreDNS pod %s has %s", p.Pod.Name, plural(disabled, "disabled target", "disabled targets")).on(objects...).
@@ -121,7 +121,10 @@ func corednsTargets(f *Facts) Check {
 		case noAddr > 0:
 			return newCheck(idCoreDNSTargets, Fail, "CoreDNS pod %s has %s without a ClusterIP: their hosts pass through", p.Pod.Name, plural(noAddr, "target", "targets")).on(objects...).
 				hint("see the target-address lines")
-		case f.TargetsRead && serving+noAddr+disabled == 0 && len(f.Targets) > 0:
+		case waiting > 0:
+			return newCheck(idCoreDNSTargets, Warn, "CoreDNS pod %s has %s for a ready endpoint: their hosts are answered as if they did not exist", p.Pod.Name, plural(waiting, "target waiting", "targets waiting")).on(objects...).
+				hint("see the target-endpoints lines; a target takes its hosts once its proxy is ready on each of its ports")
+		case f.TargetsRead && serving+noAddr+disabled+waiting == 0 && len(f.Targets) > 0:
 			return newCheck(idCoreDNSTargets, Fail, "CoreDNS pod %s sees no targets, but %s holds %d", p.Pod.Name, f.Options.TargetsNamespace, len(f.Targets)).on(objects...).
 				hint("a bare hairpin line discovers targets in %s; a Corefile `targets NAMESPACE` must name the namespace the chart installed into (and --namespace here too)", DefaultTargetsNamespace)
 		case f.TargetsRead && serving != enabled:

@@ -93,6 +93,10 @@ var checkCases = []checkCase{
 		m := strings.Replace(c.metrics[corednsA+":9153"], `state="disabled"} 0`, `state="disabled"} 1`, 1)
 		c.metrics[corednsA+":9153"] = strings.Replace(m, `state="serving"} 2`, `state="serving"} 1`, 1)
 	}},
+	{id: idCoreDNSTargets, name: "TargetWaitingForAReadyEndpoint", want: Warn, contains: "1 target waiting for a ready endpoint", change: func(t *testing.T, c *cluster) {
+		m := strings.Replace(c.metrics[corednsA+":9153"], `state="waiting"} 0`, `state="waiting"} 1`, 1)
+		c.metrics[corednsA+":9153"] = strings.Replace(m, `state="serving"} 2`, `state="serving"} 1`, 1)
+	}},
 
 	{id: idControllersFound, name: "IngressNginxByConfigMap", want: OK, contains: `deployment/ingress-nginx/ingress-nginx-controller requires PROXY (ConfigMap ingress-nginx/ingress-nginx-controller: use-proxy-protocol: "true")`},
 	{id: idControllersFound, name: "IngressNginxByAWSAnnotation", want: OK, contains: `aws-load-balancer-proxy-protocol: "*"`, change: func(t *testing.T, c *cluster) {

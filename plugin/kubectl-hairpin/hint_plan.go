@@ -38,6 +38,15 @@ func newHintPlan(f *Facts) *hintPlan {
 		for _, port := range t.Service.Spec.Ports {
 			p.used = append(p.used, port.TargetPort.IntVal)
 		}
+		// The chart's targetPorts are names (hairpin.routePort): the
+		// numbers are the proxy container's.
+		for _, pf := range t.Proxies {
+			for _, c := range pf.Pod.Spec.Containers {
+				for _, cp := range c.Ports {
+					p.used = append(p.used, cp.ContainerPort)
+				}
+			}
+		}
 	}
 	// Before the chart is installed, the chart's default target is the
 	// one for its own class and controller, if the cluster has them: the

@@ -61,6 +61,11 @@ func TestRealBinaries(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
+	// A target serves once its Service has a ready endpoint; envtest runs
+	// no EndpointSlice controller, so the test writes what it would.
+	if err := harness.ServeEndpointsOf(ctx, e.cp.Clientset, "hairpin-system", rules.TargetLabel); err != nil {
+		t.Fatal(err)
+	}
 	coredns.RequireReady(ctx, time.Minute, metricIs("http://"+metricsAddr+"/metrics", metricTargets, "state", "serving", 2))
 	coredns.RequireReady(ctx, time.Minute, everyKindSynced("http://"+metricsAddr+"/metrics"))
 	proxy.RequireReady(ctx, time.Minute, harness.HTTPProbe("http://"+health+"/readyz"))

@@ -48,7 +48,7 @@ func benchKube(t *testing.T, cfg config, bin map[string]string, res *Results) {
 		}
 	}
 	// The default target of the manifests: every class, in example.com.
-	svc, err := client.CoreV1().Services(proxyNS).Create(ctx, targetService(proxyNS, proxyName, "example.com", "*"), meta.CreateOptions{})
+	svc, err := createTarget(ctx, client, targetService(proxyNS, proxyName, "example.com", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +187,17 @@ func dnsIngress(i int) *networking.Ingress {
 			}}}},
 		}}},
 	}
+}
+
+// createTarget creates svc with a ready EndpointSlice: the plugin answers
+// with a target once its proxy has a ready endpoint, and envtest runs no
+// EndpointSlice controller.
+func createTarget(ctx context.Context, c kubernetes.Interface, svc *core.Service) (*core.Service, error) {
+	created, err := c.CoreV1().Services(svc.Namespace).Create(ctx, svc, meta.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return created, harness.ServeEndpoints(ctx, c, created)
 }
 
 // targetService is a hairpin target (docs/architecture.md, "Targets"): a proxy Service

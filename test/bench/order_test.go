@@ -103,7 +103,7 @@ func benchOrderPhase(t *testing.T, cfg config, bin map[string]string, res *Resul
 			t.Fatal(err)
 		}
 	}
-	svc, err := k.client.CoreV1().Services(proxyNS).Create(ctx, targetService(proxyNS, proxyName, "example.com", "*"), meta.CreateOptions{})
+	svc, err := createTarget(ctx, k.client, targetService(proxyNS, proxyName, "example.com", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}

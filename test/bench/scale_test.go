@@ -207,13 +207,13 @@ func (e *scaleEnv) setup(t *testing.T) {
 	}
 	e.ips = make([]string, nt)
 	for i := 0; i < nt; i++ {
-		svc, err := c.CoreV1().Services(proxyNS).Create(ctx, targetService(proxyNS, tenant(i), scaleZone(i), tenant(i)), meta.CreateOptions{})
+		svc, err := createTarget(ctx, c, targetService(proxyNS, tenant(i), scaleZone(i), tenant(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.ips[i] = svc.Spec.ClusterIP
 	}
-	svc, err := c.CoreV1().Services(scaleSmallTargets).Create(ctx, targetService(scaleSmallTargets, scaleSmallClass, scaleSmallZone, scaleSmallClass), meta.CreateOptions{})
+	svc, err := createTarget(ctx, c, targetService(scaleSmallTargets, scaleSmallClass, scaleSmallZone, scaleSmallClass))
 	if err != nil {
 		t.Fatal(err)
 	}

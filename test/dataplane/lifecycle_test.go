@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"slices"
@@ -90,6 +91,8 @@ type opLog struct {
 	missed []string
 	// allowed is how many failures the goal allows, given the tally.
 	allowed func(steady.Tally, []steady.Result) int
+	// note says more of the operation's results, after its line.
+	note func(rs []steady.Result) string
 }
 
 type lifecycleRun struct {
@@ -276,9 +279,13 @@ func (r *lifecycleRun) adoption(image string) {
 	time.Sleep(settle)
 }
 
-// install: helm install. Every replica answers the hairpin address within
-// 1 s of the ADDED event of CoreDNS's ClusterRoleBinding, and no request
-// fails once the proxy's endpoints are ready.
+// install: helm install. A target takes its hosts once its proxy is ready:
+// every replica answers the hairpin address within 1 s of the event after
+// which every target's EndpointSlice has a ready endpoint (what the plugin
+// and the dataplane watch), and no request fails once the dataplane has
+// programmed those endpoints. Before, a host has no working path: its
+// controller closes the public address's connections without a PROXY
+// header.
 func (r *lifecycleRun) install() {
 	cs := r.e.CP.Clientset
 	crb := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
@@ -302,31 +309,22 @@ func (r *lifecycleRun) install() {
 		r.must(err, "target IP")
 		r.target[ic.Hosts[0]] = ip.String()
 	}
-	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
-	// The endpoints are ready for a client once kube-proxy has written
-	// them: its first sync that ends after they became ready.
-	syncedAt := readyAt
-	if programmed != nil {
-		syncedAt = programmed.wait(r.t, "cilium-agent's active backends for every target")
-	} else {
-		r.must(harness.Poll(r.ctx, func(ctx context.Context) error {
-			at, err := r.e.KubeProxySyncedAt(ctx)
-			if err != nil {
-				return err
-			}
-			if !at.After(readyAt) {
-				return fmt.Errorf("kube-proxy last synced %s before the endpoints were ready", readyAt.Sub(at))
-			}
-			syncedAt = at
-			return nil
-		}), "kube-proxy's sync of the targets' endpoints")
+	// With kube-proxy, they are once a connection through every target's
+	// ClusterIP reaches a proxy Pod. Its last sync's time cannot tell: a
+	// sync that ends after the endpoints became ready may have begun
+	// before, and the client's requests timed out for the second until
+	// the next one (53 of them on nftables).
+	if programmed == nil {
+		programmed = pollFirst(r.ctx, 10*time.Millisecond, kubeProxyServes(r.e, slices.Collect(maps.Values(r.target))))
 	}
+	crbAt, readyAt := crb.wait(r.t, "the ClusterRoleBinding hairpin-coredns"), ready.wait(r.t, "ready endpoints for every target")
+	syncedAt := programmed.wait(r.t, "the dataplane's path to every target's proxy")
 	r.t.Logf("install: after the install began, the ClusterRoleBinding was ADDED at %s, every target had a ready endpoint at %s, the dataplane had it at %s",
 		crbAt.Sub(op.from).Round(time.Millisecond), readyAt.Sub(op.from).Round(time.Millisecond), syncedAt.Sub(op.from).Round(time.Millisecond))
 	public, target := maps.Clone(r.public), maps.Clone(r.target)
 	op.judge = func(res steady.Result) (bool, bool) {
 		if res.Kind == steady.KindDNS {
-			if res.At.Before(crbAt.Add(answerWithin)) {
+			if res.At.Before(readyAt.Add(answerWithin)) {
 				return true, !steady.Answered(res, public[res.Host]) && !steady.Answered(res, target[res.Host])
 			}
 			return true, !steady.Answered(res, target[res.Host])
@@ -415,20 +413,64 @@ func (r *lifecycleRun) waitRolledOut() {
 	r.must(r.e.WaitRolledOut(r.ctx, dataplane.TargetNamespace, d.Items[0].Name, d.Items[0].Generation), "proxy rollout")
 }
 
-// targetChange: a helm upgrade that adds a third target and removes one (a
-// new target takes over the tenant's controller). The hosts whose target
-// stays lose nothing.
+// targetChange: a new target takes over the tenant's controller, as an
+// operator moves it without a gap: a helm upgrade adds it beside the old
+// one, and once every replica answers with it, a second upgrade removes the
+// old one. Both claim the tenant's class and the new one sorts first, so it
+// wins the tenant's Ingresses as soon as it may take them: once its Service
+// has had a ready endpoint for each port for the plugin's settle time (the
+// rolled-out proxy serves its routes, and the dataplane has programmed
+// them), since the old target is ready all along. The host that stays and
+// the host that moves lose no request; the moving host is answered with
+// either target.
 func (r *lifecycleRun) targetChange(kept, moved string) {
 	targets := dataplane.DefaultTargets()
-	third := targets[1]
-	third.Name, third.HTTPPort, third.HTTPSPort = third.Name+"-next", 8082, 8445
-	targets = []dataplane.Target{targets[0], third}
-	r.begin("target-change", r.servedJudge(kept))
-	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor(targets))
-	r.must(err, "helm upgrade: "+out)
-	ip, err := r.e.TargetIPOf(r.ctx, third.Name)
+	tenant, next := targets[1], targets[1]
+	next.Name, next.HTTPPort, next.HTTPSPort = "next-"+tenant.Name, 8082, 8445
+	if next.Name >= tenant.Name {
+		r.t.Fatalf("the new target %s must sort before %s to win the tenant's class", next.Name, tenant.Name)
+	}
+	cs := r.e.CP.Clientset
+	ready := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
+		return cs.DiscoveryV1().EndpointSlices(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
+	}, allTargetsReady([]dataplane.Target{next}))
+	op := r.begin("target-change", nil)
+	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], tenant, next}))
+	r.must(err, "helm upgrade adding "+next.Name+": "+out)
+	ip, err := r.e.TargetIPOf(r.ctx, next.Name)
 	r.must(err, "the new target")
-	r.target[moved] = ip.String()
+	before, after := r.target[moved], ip.String()
+	base := r.servedJudge(kept)
+	op.judge = func(res steady.Result) (bool, bool) {
+		if res.Host != moved {
+			return base(res)
+		}
+		if res.Kind == steady.KindDNS {
+			return true, !steady.Answered(res, before) && !steady.Answered(res, after)
+		}
+		return true, res.Fail != ""
+	}
+	r.target[moved] = after
+	r.must(r.e.WaitResolves(r.ctx, moved, ip), "resolve "+moved+" to "+next.Name)
+	readyAt := ready.wait(r.t, "a ready endpoint for "+next.Name)
+	op.note = func(rs []steady.Result) string {
+		var first time.Time
+		for _, res := range rs {
+			if res.Host == moved && res.Kind == steady.KindDNS && steady.Answered(res, after) && (first.IsZero() || res.At.Before(first)) {
+				first = res.At
+			}
+		}
+		if first.IsZero() {
+			return "no answer for " + moved + " with " + next.Name
+		}
+		return fmt.Sprintf("%s had a ready endpoint %s after the operation began; the first answer with it for %s came %s after that",
+			next.Name, readyAt.Sub(op.from).Round(time.Millisecond), moved, first.Sub(readyAt).Round(time.Millisecond))
+	}
+	r.waitRolledOut()
+	r.waitServed()
+
+	out, err = r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], next}))
+	r.must(err, "helm upgrade removing "+tenant.Name+": "+out)
 	r.waitRolledOut()
 	r.waitServed()
 }
@@ -593,6 +635,9 @@ func (r *lifecycleRun) report(client string, results []steady.Result, end time.T
 		tally := steady.Count(rs, op.judge)
 		r.t.Logf("lifecycle: %s%s requests=%d failed=%d window_ms=%d retries=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f", op.name, client,
 			tally.Requests, tally.Failed, tally.Window.Milliseconds(), tally.Retries, ms(tally.P50), ms(tally.P99), ms(tally.Max))
+		if op.note != nil {
+			r.t.Logf("%s%s: %s", op.name, client, op.note(rs))
+		}
 		allowed := 0
 		if op.allowed != nil {
 			allowed = op.allowed(tally, results)
@@ -705,6 +750,25 @@ func ciliumServes(e *dataplane.Env, targets []string) harness.Probe {
 			if name := dataplane.TargetNamespace + "/" + t; active[name] == 0 {
 				return fmt.Errorf("cilium-agent has no active backend for %s yet", name)
 			}
+		}
+		return nil
+	}
+}
+
+// kubeProxyServes passes once a connection from the node to port 80 of
+// every address in ips reaches a listener: kube-proxy has written the
+// endpoints of those ClusterIPs (it handles the node's own connections as a
+// Pod's).
+func kubeProxyServes(e *dataplane.Env, ips []string) harness.Probe {
+	return func(ctx context.Context) error {
+		for _, ip := range ips {
+			dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			c, err := e.DialNode(dctx, net.JoinHostPort(ip, "80"))
+			cancel()
+			if err != nil {
+				return fmt.Errorf("kube-proxy's path to %s: %w", ip, err)
+			}
+			c.Close()
 		}
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"text/template"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-hairpin/hairpin/test/e2e"
@@ -143,8 +144,12 @@ func (st *story) startProxy(ctx context.Context, t testing.TB) error {
 	if err != nil {
 		return fmt.Errorf("list the target Services: %w", err)
 	}
+	var ports []corev1.ContainerPort
+	if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+		ports = cs[0].Ports
+	}
 	for i := range list.Items {
-		if err := targetListens(&list.Items[i], local.listen); err != nil {
+		if err := targetListens(&list.Items[i], ports, local.listen); err != nil {
 			return err
 		}
 	}
@@ -166,6 +171,11 @@ func (st *story) startProxy(ctx context.Context, t testing.TB) error {
 		return err
 	}
 	st.block(fmt.Sprintf("(ready: http://%s/readyz is 200)", local.health))
+	// The proxy Pod is ready: kube-controller-manager would now list it in
+	// the targets' EndpointSlices, which CoreDNS waits for.
+	if err := harness.ServeEndpointsOf(ctx, c.cp.Clientset, namespace, e2e.TargetLabel); err != nil {
+		return err
+	}
 	return nil
 }
 

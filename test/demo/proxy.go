@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // There is no kubelet and no kube-proxy here, so the demo plays both for the
@@ -97,16 +99,23 @@ func localRoute(route string, local localAddrs) (string, error) {
 }
 
 // targetListens maps each container port that target Service svc leads to
-// onto the Service's ClusterIP and port.
-func targetListens(svc *corev1.Service, into map[int]string) error {
+// onto the Service's ClusterIP and port. A named targetPort is looked up
+// among ports, the proxy container's, as the EndpointSlice controller
+// resolves it for a Pod.
+func targetListens(svc *corev1.Service, ports []corev1.ContainerPort, into map[int]string) error {
 	ip, err := netip.ParseAddr(svc.Spec.ClusterIP)
 	if err != nil {
 		return fmt.Errorf("target %s/%s: ClusterIP %q: %w", svc.Namespace, svc.Name, svc.Spec.ClusterIP, err)
 	}
 	for _, p := range svc.Spec.Ports {
 		tp := p.TargetPort.IntValue()
+		if p.TargetPort.Type == intstr.String {
+			if i := slices.IndexFunc(ports, func(cp corev1.ContainerPort) bool { return cp.Name == p.TargetPort.StrVal }); i >= 0 {
+				tp = int(ports[i].ContainerPort)
+			}
+		}
 		if tp == 0 {
-			return fmt.Errorf("target %s/%s: port %s: targetPort %q is not a number", svc.Namespace, svc.Name, p.Name, p.TargetPort.String())
+			return fmt.Errorf("target %s/%s: port %s: targetPort %q is no port of the proxy container", svc.Namespace, svc.Name, p.Name, p.TargetPort.String())
 		}
 		into[tp] = netip.AddrPortFrom(ip, uint16(p.Port)).String()
 	}

@@ -70,14 +70,19 @@ func TestTargetListens(t *testing.T) {
 		{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)},
 	}}}
 	got := map[int]string{}
-	if err := targetListens(svc, got); err != nil {
+	if err := targetListens(svc, nil, got); err != nil {
 		t.Fatal(err)
 	}
 	if want := testLocal.listen; len(got) != len(want) || got[8080] != want[8080] || got[8443] != want[8443] {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	svc.Spec.Ports[0].TargetPort = intstr.FromString("http")
-	if err := targetListens(svc, map[int]string{}); err == nil || !strings.Contains(err.Error(), `targetPort "http"`) {
-		t.Errorf("a named targetPort: err = %v, want one naming it", err)
+	// The chart names each route's container port (hairpin.routePort).
+	svc.Spec.Ports[0].TargetPort = intstr.FromString("hp-1")
+	got = map[int]string{}
+	if err := targetListens(svc, []corev1.ContainerPort{{Name: "hp-1", ContainerPort: 8080}}, got); err != nil || got[8080] != testLocal.listen[8080] {
+		t.Errorf("a named targetPort: got %v (%v), want 8080 to %s", got, err, testLocal.listen[8080])
+	}
+	if err := targetListens(svc, nil, map[int]string{}); err == nil || !strings.Contains(err.Error(), `targetPort "hp-1"`) {
+		t.Errorf("a named targetPort the container lacks: err = %v, want one naming it", err)
 	}
 }

@@ -60,7 +60,7 @@ const (
 // CreateTarget creates Namespace hairpin-system unless it exists, and in it
 // a target Service: labelled [TargetLabel], with annotations, and port 80
 // ("http") to targetPort, the proxy's container port for this target's
-// upstream. It returns the ClusterIP, a loopback address from
+// upstream, with a ready EndpointSlice. It returns the ClusterIP, a loopback address from
 // harness.ServiceCIDR that the proxy process can listen on.
 func CreateTarget(ctx context.Context, cp *harness.ControlPlane, name string, targetPort int32, annotations map[string]string) (netip.Addr, error) {
 	if err := EnsureNamespace(ctx, cp, ProxyNamespace); err != nil {
@@ -79,6 +79,11 @@ func CreateTarget(ctx context.Context, cp *harness.ControlPlane, name string, ta
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("create target service %s/%s: %w", ProxyNamespace, name, err)
+	}
+	// The proxy is up: the plugin answers with a target once its Service
+	// has a ready endpoint, and envtest runs no EndpointSlice controller.
+	if err := harness.ServeEndpoints(ctx, cp.Clientset, svc); err != nil {
+		return netip.Addr{}, err
 	}
 	return loopbackClusterIP(svc)
 }

@@ -136,6 +136,18 @@ func createIngress(t *testing.T, cp *harness.ControlPlane, name, class, host str
 
 // clusterIP returns the ClusterIP of Service namespace/name, once it
 // exists: kube-apiserver writes default/kubernetes itself, after it is up.
+// serveTargets stands in for the EndpointSlice controller that envtest
+// lacks: the chart's proxy is up behind every target, so the plugin answers
+// with them.
+func serveTargets(t *testing.T, cp *harness.ControlPlane) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := harness.ServeEndpointsOf(ctx, cp.Clientset, releaseNamespace, targetLabel); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func clusterIP(t *testing.T, cp *harness.ControlPlane, namespace, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -197,6 +209,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 	chart := chartDir(t)
 	h.MustRun(t, "install", releaseName, chart, "--namespace", releaseNamespace, "--create-namespace",
 		"--set-json", defaultZones)
+	serveTargets(t, cp)
 	c, err := serveCorefile(t, kubeadmCorefile, nil, kc, startPublicDNS(t), 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -216,6 +229,7 @@ func TestHelmLifecycleServesHairpin(t *testing.T) {
 	t.Run("helm upgrade adds a target without a restart", func(t *testing.T) {
 		h.MustRun(t, "upgrade", releaseName, chart, "--namespace", releaseNamespace,
 			"--set-json", defaultZones, "--set-json", tenantFoo)
+		serveTargets(t, cp)
 		fooIP := clusterIP(t, cp, releaseNamespace, "tenant-foo")
 		if fooIP == nginxIP {
 			t.Fatalf("both targets have ClusterIP %s", fooIP)
@@ -262,6 +276,7 @@ func TestTenantModeCorefileServes(t *testing.T) {
 	createIngress(t, cp, "app", "nginx", "app.apps.example.org")
 	h.MustRun(t, "install", releaseName, chartDir(t), "--namespace", releaseNamespace, "--create-namespace",
 		"--values", filepath.Join(chartDir(t), "examples", "tenant-mode.yaml"), "--set-json", `targets.ingress-nginx.zones=["apps.example.org"]`)
+	serveTargets(t, cp)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

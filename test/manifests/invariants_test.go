@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The keys of the "Targets" table of docs/architecture.md, spelled out
@@ -340,8 +341,10 @@ func TestRBACIsReadOnlyAndMinimal(t *testing.T) {
 				slices.Sort(hairpin)
 			}
 			wantRoles := map[string][]string{
-				"ClusterRole hairpin-coredns":                           hairpin,
-				"Role " + releaseNamespace + "/hairpin-coredns-targets": {"/services get,list,watch"},
+				"ClusterRole hairpin-coredns": hairpin,
+				// The targets, and their EndpointSlices: a target takes
+				// hosts once its proxy has a ready endpoint.
+				"Role " + releaseNamespace + "/hairpin-coredns-targets": {"/services get,list,watch", "discovery.k8s.io/endpointslices get,list,watch"},
 				// The apiserver's own addresses: its Service's one EndpointSlice.
 				"Role default/hairpin-coredns-apiserver": {"discovery.k8s.io/endpointslices get,list,watch names=kubernetes"},
 			}
@@ -498,9 +501,13 @@ func checkTargets(t *testing.T, r rendered, v values) {
 	container := d.Spec.Template.Spec.Containers[0]
 	routes := proxyRoutes(t, d)
 	containerPorts := map[int32]bool{}
+	portNamed := map[string]int32{} // the container's named ports
 	for _, p := range container.Ports {
 		if p.Name != healthPortName {
 			containerPorts[p.ContainerPort] = true
+			if p.Name != "" {
+				portNamed[p.Name] = p.ContainerPort
+			}
 		} else if p.ContainerPort != v.Proxy.HealthPort {
 			t.Errorf("health port %d; want %d", p.ContainerPort, v.Proxy.HealthPort)
 		}
@@ -585,8 +592,10 @@ func checkTargets(t *testing.T, r rendered, v values) {
 		for _, p := range tg.Upstream.Ports {
 			nRoutes++
 			sp, ok := svcPorts[p.Name]
-			if !ok || sp.Port != p.Port || sp.TargetPort.IntVal != p.ContainerPort || sp.Protocol != corev1.ProtocolTCP {
-				t.Errorf("target %s port %s: Service port %+v; want %d -> %d/TCP", tg.Name, p.Name, sp, p.Port, p.ContainerPort)
+			// The targetPort is the name of the route's container port, so
+			// that only proxy Pods serving the route are its endpoints.
+			if !ok || sp.Port != p.Port || sp.TargetPort.Type != intstr.String || portNamed[sp.TargetPort.StrVal] != p.ContainerPort || sp.Protocol != corev1.ProtocolTCP {
+				t.Errorf("target %s port %s: Service port %+v; want %d -> the name of container port %d/TCP", tg.Name, p.Name, sp, p.Port, p.ContainerPort)
 			}
 			if !containerPorts[p.ContainerPort] {
 				t.Errorf("target %s port %s: the proxy container does not expose %d", tg.Name, p.Name, p.ContainerPort)

@@ -103,6 +103,24 @@ targets name, sorted and unique, as a JSON list.
 {{- end }}
 
 {{/*
+hairpin.routePort: the name of the proxy's container port of one route,
+(list TARGET PORT), and the targetPort of that port of the target Service.
+A named targetPort puts in the target's EndpointSlices only the proxy Pods
+that serve the route: a Pod without the name is listed without the port
+(the EndpointSlice controller resolves a name per Pod), while a number
+would list every proxy Pod, also one started before the target existed.
+The plugin waits for a ready endpoint of each port before the target takes
+hosts. The name follows the target and the port's name, not the number, so
+a changed containerPort keeps serving from the old Pods during the rollout;
+a port name may have 15 characters, hence the hash.
+*/}}
+{{- define "hairpin.routePort" -}}
+{{- $t := index . 0 -}}
+{{- $p := index . 1 -}}
+hp-{{ printf "%s/%s" $t.name $p.name | sha256sum | trunc 8 }}
+{{- end }}
+
+{{/*
 hairpin.validate fails the render, naming the field, on what the schema
 cannot say: names and ports that must be unique across list entries, and
 settings that contradict each other.
@@ -133,6 +151,7 @@ every render. Disabled targets are checked too. */ -}}
 {{- fail (printf "proxy.terminationGracePeriodSeconds: %v must exceed proxy.lameduck + proxy.drainTimeout (%s + %s = %vs), or the kubelet kills connections still draining; set it to at least %d" $p.terminationGracePeriodSeconds $p.lameduck $p.drainTimeout $stop (add1 (floor $stop | int))) -}}
 {{- end -}}
 {{- $routes := dict -}}
+{{- $routePorts := dict -}}
 {{- $ports := dict (toString .Values.proxy.healthPort) "proxy.healthPort" -}}
 {{- range $t := include "hairpin.targets" . | fromJsonArray -}}
 {{- $where := printf "targets.%s" $t.name -}}
@@ -160,6 +179,11 @@ every render. Disabled targets are checked too. */ -}}
 {{- fail (printf "%s.name: route name %q is already the route of %s" $pw $route (get $routes $route)) -}}
 {{- end -}}
 {{- $_ := set $routes $route $pw -}}
+{{- $portName := include "hairpin.routePort" (list $t $p) -}}
+{{- if hasKey $routePorts $portName -}}
+{{- fail (printf "%s.name: the container port name %q of route %q is already that of %s; rename the port" $pw $portName $route (get $routePorts $portName)) -}}
+{{- end -}}
+{{- $_ := set $routePorts $portName $pw -}}
 {{- end -}}
 {{- if and (eq (toString $.Values.rbac.gatewayAPI) "false") (or $t.gatewayClasses $t.gateways) -}}
 {{- fail (printf "%s: selects Gateways (gatewayClasses/gateways) but rbac.gatewayAPI is false, so CoreDNS could not read them; set rbac.gatewayAPI to auto or true" $where) -}}

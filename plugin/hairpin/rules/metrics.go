@@ -34,6 +34,7 @@ const (
 	StateServing     = "serving"
 	StateNoAddresses = "no_addresses"
 	StateDisabled    = "disabled"
+	StateWaiting     = "waiting" // for a ready endpoint (Target.Waiting)
 )
 
 // Conflict kinds, the values of the kind label of MetricConflicts.

@@ -59,15 +59,31 @@ func SelectsGateways[M ~map[string]T, T Candidate](ts M) bool {
 	return false
 }
 
-// pick returns the best-ranked enabled target; ties go to the lexically
-// first name, so the winner does not depend on the order of events.
+// pick returns the best-ranked enabled target that is not waiting; ties go
+// to the lexically first name, so the winner does not depend on the order
+// of events. A Settling winner yields to the best Serving target that also
+// selects the object: the object's hosts move to it once it has settled.
 func pick[M ~map[string]T, T Candidate](ts M, rank func(*TargetSpec) int) Selection[T] {
-	var best T
+	sel := best(ts, rank, func(r *Target) bool { return !r.Waiting })
+	var none T
+	if sel.Target == none || !sel.Target.Rules().Settling {
+		return sel
+	}
+	if serving := best(ts, rank, func(r *Target) bool { return r.Serving() }); serving.Target != none {
+		sel.Target = serving.Target
+	}
+	return sel
+}
+
+// best returns the best-ranked enabled target that eligible allows, and
+// whether more than one matched.
+func best[M ~map[string]T, T Candidate](ts M, rank func(*TargetSpec) int, eligible func(*Target) bool) Selection[T] {
+	var winner T
 	var bestName string
 	bestRank, matches := rankNone, 0
 	for _, t := range ts {
 		r := t.Rules()
-		if !r.Enabled() {
+		if !r.Enabled() || !eligible(r) {
 			continue
 		}
 		n := rank(&r.Spec)
@@ -76,10 +92,10 @@ func pick[M ~map[string]T, T Candidate](ts M, rank func(*TargetSpec) int) Select
 		}
 		matches++
 		if matches == 1 || n > bestRank || (n == bestRank && r.Name < bestName) {
-			best, bestRank, bestName = t, n, r.Name
+			winner, bestRank, bestName = t, n, r.Name
 		}
 	}
-	return Selection[T]{Target: best, Conflict: matches > 1}
+	return Selection[T]{Target: winner, Conflict: matches > 1}
 }
 
 func listRank(list []string, name string) int {

@@ -19,6 +19,13 @@ func TestTargetSelectionRules(t *testing.T) {
 	cilium := mk("ns/cilium", TargetSpec{GatewayClasses: []string{"cilium"}}, nil)
 	named := mk("ns/tenant-gw", TargetSpec{Gateways: []string{"tenant/web"}}, nil)
 	disabled := mk("ns/a-disabled", TargetSpec{IngressClasses: []string{"nginx"}}, errors.New("bad"))
+	waiting := mk("ns/a-waiting", TargetSpec{IngressClasses: []string{"nginx"}}, nil)
+	waiting.Waiting = true
+	settling := mk("ns/a-settling", TargetSpec{IngressClasses: []string{"nginx"}}, nil)
+	settling.Settling = true
+	crashed := mk("ns/nginx-crashed", TargetSpec{IngressClasses: []string{"nginx"}}, nil)
+	crashed.Unready = true
+	catchAll := mk("ns/z-all", TargetSpec{IngressClasses: []string{"*"}}, nil)
 	set := func(ts ...*Target) Set {
 		s := Set{}
 		for _, t := range ts {
@@ -40,6 +47,14 @@ func TestTargetSelectionRules(t *testing.T) {
 		{"no class matches only wildcard", set(nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("") }, nil, false},
 		{"tie goes to the first name", set(nginx2, nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nginx, true},
 		{"disabled target never selects", set(disabled), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nil, false},
+		{"waiting target never selects", set(waiting), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nil, false},
+		{"waiting target leaves the object to the one it would beat", set(waiting, nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nginx, false},
+		{"settling target leaves the object to a serving one it would beat", set(settling, nginx), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, nginx, true},
+		{"settling target leaves the object to a serving catch-all", set(settling, catchAll), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, catchAll, true},
+		{"settling target takes what no other target selects", set(settling), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, settling, false},
+		{"settling target takes the object from an unready one", set(settling, crashed), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, settling, true},
+		{"settling target does not wait for a waiting one", set(settling, waiting), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, settling, false},
+		{"unready target keeps the object it wins", set(crashed, catchAll), func(ts Set) Selection[*Target] { return ts.ForIngress("nginx") }, crashed, true},
 		{"gateway by name beats class", set(cilium, named), func(ts Set) Selection[*Target] { return ts.ForGateway("tenant", "web", "cilium") }, named, true},
 		{"gateway by class", set(cilium, named), func(ts Set) Selection[*Target] { return ts.ForGateway("infra", "public", "cilium") }, cilium, false},
 		{"gateway class is not an ingress class", set(cilium), func(ts Set) Selection[*Target] { return ts.ForIngress("cilium") }, nil, false},

@@ -81,8 +81,9 @@ type Capabilities struct {
 	MasqueradesNodeToClusterIP bool
 	// Frontends says the agent programs a frontend per Service address,
 	// which [Cluster.CiliumFrontends] and [Cluster.CiliumActiveBackends]
-	// read; a change is in the dataplane once they show it. Otherwise
-	// [Cluster.KubeProxySyncedAt] tells.
+	// read; a change is in the dataplane once they show it. Otherwise a
+	// connection through the Service address tells: kube-proxy's sync
+	// times cannot say which sync holds a change.
 	Frontends bool
 	// BPFPrograms are programs the dataplane attaches while Pods run, as
 	// [Cluster.AttachedBPFPrograms] names them.
