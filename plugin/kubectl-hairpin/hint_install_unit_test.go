@@ -60,7 +60,7 @@ func TestInstallCommandCarriesTheClustersDomainAndServiceAccount(t *testing.T) {
 	const conf = "/etc/coredns/Corefile"
 	corefile := func(kubernetes string) *Corefile {
 		text := ".:53 {\n    errors\n    kubernetes " + kubernetes + " {\n        pods insecure\n    }\n    forward . /etc/resolv.conf\n}\n"
-		blocks, err := readCorefile(conf, podFiles{files: map[string]mountedFile{conf: {configMap: "kube-system/coredns", key: "Corefile", text: text}}})
+		blocks, _, err := readCorefile(conf, podFiles{files: map[string]mountedFile{conf: {configMap: "kube-system/coredns", key: "Corefile", text: text}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -433,7 +433,7 @@ func (r *lifecycleRun) targetChange(kept, moved string) {
 	cs := r.e.CP.Clientset
 	ready := watchFirst(r.ctx, r.t, func(ctx context.Context) (watch.Interface, error) {
 		return cs.DiscoveryV1().EndpointSlices(dataplane.TargetNamespace).Watch(ctx, metav1.ListOptions{})
-	}, allTargetsReady([]dataplane.Target{next}))
+	}, allTargetsReady([]string{next.Name}))
 	op := r.begin("target-change", nil)
 	out, err := r.e.Upgrade(r.ctx, r.t, dataplane.ValuesFor([]dataplane.Target{targets[0], tenant, next}))
 	r.must(err, "helm upgrade adding "+next.Name+": "+out)
