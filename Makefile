@@ -175,7 +175,7 @@ test: deps build cluster-tools images $(BIN)/steady
 	echo "make test: plain packages took $$(( $$(date +%s) - t ))s"; [ $$rc -eq 0 ]
 	@t=$$(date +%s); go vet ./... > $(BIN)/vet.log 2>&1 & vet=$$!; \
 	echo "go vet ./... (beside the dataplane tests; bin/vet.log)"; \
-	$(TEST_ENV) go test -count=1 -parallel 2 -timeout 50m ./test/dataplane/; rc=$$?; \
+	$(TEST_ENV) go test -count=1 -timeout 50m ./test/dataplane/; rc=$$?; \
 	wait $$vet; vrc=$$?; cat $(BIN)/vet.log; \
 	if [ $$vrc -ne 0 ]; then echo "go vet failed"; fi; \
 	echo "make test: dataplane took $$(( $$(date +%s) - t ))s"; \

@@ -152,6 +152,8 @@ func corednsImage(f *Facts) Check {
 	}
 	pin := fmt.Sprintf("pin our image in your distribution's own config (docs/install.md), e.g. kubectl -n %s set image deploy/coredns coredns=%s:%s", f.Options.CoreDNSNamespace, ourImage, tag)
 	switch {
+	case len(without) > 0 && hairpinUnneeded(f):
+		return newCheck(idCoreDNSImage, OK, "CoreDNS runs no hairpin build (%s), and needs none: %s", listed(without), unneededReason).on(objects...)
 	case len(without) > 0:
 		return newCheck(idCoreDNSImage, Fail, "CoreDNS does not run a hairpin build: %s shows no hairpin plugin in its metrics", listed(without)).on(objects...).hint("%s", pin)
 	case len(unknown) > 0:

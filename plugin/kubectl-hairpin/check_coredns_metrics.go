@@ -99,6 +99,9 @@ func corednsActivation(f *Facts) Check {
 	slices.Sort(missing)
 	slices.Sort(active)
 	active = slices.Compact(active)
+	if len(missing) > 0 && hairpinUnneeded(f) {
+		return newCheck(idCoreDNSActivation, OK, "hairpin is not active in every server block with kubernetes (missing in %s), and needs not be: %s", listed(missing), unneededReason).on(objects...)
+	}
 	if len(missing) > 0 {
 		return newCheck(idCoreDNSActivation, Fail, "hairpin is not active in every server block with kubernetes (from each pod's metrics): missing in %s", listed(missing)).on(objects...).
 			hint("our image adds hairpin to every block that holds kubernetes unless the Corefile names hairpin elsewhere or activation is off (-hairpin.activate=false, COREDNS_HAIRPIN_ACTIVATE=false), or the block comes from an import; add a `hairpin` line to it. CoreDNS logs why: kubectl -n %s logs %s | grep plugin/hairpin", f.Options.CoreDNSNamespace, pods[0].Pod.Name)

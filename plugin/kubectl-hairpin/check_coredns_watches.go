@@ -50,6 +50,8 @@ func corednsKinds(f *Facts) Check {
 	case len(erring) > 0:
 		return newCheck(idCoreDNSKinds, Warn, "every watched kind has listed, but watches failed since CoreDNS started: %s", listed(erring)).on(objects...).
 			hint("a past failure (the apiserver restarted, RBAC was applied late) is harmless once listed; if it keeps rising, %s", rbac)
+	case len(synced) == 0 && hairpinUnneeded(f):
+		return newCheck(idCoreDNSKinds, OK, "hairpin watches no kind, and needs not: %s", unneededReason).on(objects...)
 	case len(synced) == 0:
 		return newCheck(idCoreDNSKinds, Warn, "hairpin watches no kind (no coredns_hairpin_kind_synced series)").on(objects...).hint("see coredns-activation")
 	}

@@ -26,12 +26,7 @@ func checkTargets(f *Facts) []Check {
 	}
 	if len(f.Targets) == 0 {
 		c := newCheck(idTargetsFound, Warn, "no target in %s (Services labelled %s): hairpin is inert", ns, rules.TargetLabel)
-		needing := 0
-		for _, ctrl := range f.Controllers {
-			if judgeLBs(f.Dataplane, ctrl.LBs).needed {
-				needing++
-			}
-		}
+		needing := needingHairpin(f)
 		switch {
 		case needing > 0:
 			c.Status = Fail
@@ -39,7 +34,7 @@ func checkTargets(f *Facts) []Check {
 		case len(f.Controllers) > 0:
 			// Every controller that requires PROXY is reached through its
 			// load balancer (its lb-status line says why): nothing to install.
-			return []Check{newCheck(idTargetsFound, OK, "no target in %s (Services labelled %s), and none is needed: no controller that requires PROXY has an address the dataplane short-circuits", ns, rules.TargetLabel)}
+			return []Check{newCheck(idTargetsFound, OK, "no target in %s (Services labelled %s), and none is needed: %s", ns, rules.TargetLabel, unneededReason)}
 		}
 		return []Check{c.hint("install the chart (zones are yours to check): %s; or pass --namespace where it is installed", installCommand(f))}
 	}
@@ -205,3 +200,26 @@ func proxyUpstreams(f *Facts, t TargetFacts) []Check {
 	}
 	return out
 }
+
+// needingHairpin counts the controllers that require PROXY behind a load
+// balancer the dataplane short-circuits: the ones hairpin is for.
+func needingHairpin(f *Facts) int {
+	n := 0
+	for _, ctrl := range f.Controllers {
+		if judgeLBs(f.Dataplane, ctrl.LBs).needed {
+			n++
+		}
+	}
+	return n
+}
+
+// hairpinUnneeded reports whether the cluster needs no hairpin at all: no
+// target, and every controller that requires PROXY is reached through its
+// own load balancer (a Cozystack tenant's ingress with exposeMethod
+// Proxied). CoreDNS may then run any image.
+func hairpinUnneeded(f *Facts) bool {
+	return f.TargetsRead && len(f.Targets) == 0 && len(f.Controllers) > 0 && needingHairpin(f) == 0
+}
+
+// unneededReason is the why of a line that hairpinUnneeded passes.
+const unneededReason = "no controller that requires PROXY has an address the dataplane short-circuits"

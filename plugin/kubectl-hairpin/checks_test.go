@@ -70,6 +70,9 @@ var checkCases = []checkCase{
 		c.metrics[corednsA+":9153"], c.metrics[corednsB+":9153"] = stock, stock
 	}},
 
+	{id: idCoreDNSImage, name: "StockImageWhereNoControllerNeedsHairpin", want: OK, contains: "CoreDNS runs no hairpin build (coredns-a (registry.k8s.io/coredns/coredns:v1.12.0), coredns-b (registry.k8s.io/coredns/coredns:v1.12.0)), and needs none: no controller that requires PROXY has an address the dataplane short-circuits", change: stockCoreDNSWhereNothingNeedsHairpin},
+	{id: idCoreDNSActivation, name: "InactiveWhereNoControllerNeedsHairpin", want: OK, contains: "and needs not be: no controller that requires PROXY", change: stockCoreDNSWhereNothingNeedsHairpin},
+	{id: idCoreDNSKinds, name: "NoKindWhereNoControllerNeedsHairpin", want: OK, contains: "hairpin watches no kind, and needs not", change: stockCoreDNSWhereNothingNeedsHairpin},
 	{id: idCoreDNSActivation, name: "ActiveInEveryKubernetesBlock", want: OK, contains: "active in every server block"},
 	{id: idCoreDNSActivation, name: "BlockWithKubernetesWithoutHairpin", want: Fail, contains: "cluster.local. on dns://:5353", change: func(t *testing.T, c *cluster) {
 		c.metrics[corednsB+":9153"] += `coredns_plugin_enabled{name="kubernetes",server="dns://:5353",view="",zone="cluster.local."} 1` + "\n"
@@ -148,14 +151,7 @@ var checkCases = []checkCase{
 		}
 	}},
 
-	{id: idTargetsFound, name: "NoTargetAndNoneNeeded", want: OK, contains: "no target in hairpin-system (Services labelled hairpin.coredns-hairpin.io/target), and none is needed: no controller that requires PROXY has an address the dataplane short-circuits", change: func(t *testing.T, c *cluster) {
-		exposeByNodePorts(t, c)
-		find[*core.Service](t, c, "envoy-gateway-system", "envoy-tenant-gw-1a2b3c").Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{Hostname: "lb.example.net"}}
-		for _, name := range []string{"ingress-nginx", "tenant-gw"} {
-			c.remove("hairpin-system", name)
-			c.remove("hairpin-system", name+"-x7k2p")
-		}
-	}},
+	{id: idTargetsFound, name: "NoTargetAndNoneNeeded", want: OK, contains: "no target in hairpin-system (Services labelled hairpin.coredns-hairpin.io/target), and none is needed: no controller that requires PROXY has an address the dataplane short-circuits", change: nothingNeedsHairpin},
 
 	{id: idTargetAnnotations, name: "AnnotationsParse", want: OK, contains: "target hairpin-system/tenant-gw selects gateways tenant/gw"},
 	{id: idTargetAnnotations, name: "MalformedGateways", want: Fail, contains: "fix targets.tenant-gw.gateways", change: func(t *testing.T, c *cluster) {
@@ -243,6 +239,29 @@ func addNodeLocalDNS(c *cluster, extra string) {
 
 // stockCoreDNS is the coredns.txt fixture without any hairpin series, as a
 // CoreDNS without the plugin exports it.
+// stockCoreDNSWhereNothingNeedsHairpin is a cluster that never adopted our
+// image and needs no hairpin: no target, and every controller reached
+// through its own load balancer (a Cozystack tenant exposed Proxied).
+func stockCoreDNSWhereNothingNeedsHairpin(t *testing.T, c *cluster) {
+	for _, name := range []string{"coredns-a", "coredns-b"} {
+		find[*core.Pod](t, c, "kube-system", name).Spec.Containers[0].Image = "registry.k8s.io/coredns/coredns:v1.12.0"
+	}
+	stock := stockCoreDNS()
+	c.metrics[corednsA+":9153"], c.metrics[corednsB+":9153"] = stock, stock
+	nothingNeedsHairpin(t, c)
+}
+
+// nothingNeedsHairpin removes the targets and reaches every controller
+// through a load balancer the dataplane does not short-circuit.
+func nothingNeedsHairpin(t *testing.T, c *cluster) {
+	exposeByNodePorts(t, c)
+	find[*core.Service](t, c, "envoy-gateway-system", "envoy-tenant-gw-1a2b3c").Status.LoadBalancer.Ingress = []core.LoadBalancerIngress{{Hostname: "lb.example.net"}}
+	for _, name := range []string{"ingress-nginx", "tenant-gw"} {
+		c.remove("hairpin-system", name)
+		c.remove("hairpin-system", name+"-x7k2p")
+	}
+}
+
 func stockCoreDNS() string {
 	var keep []string
 	for _, l := range strings.Split(fixture("coredns.txt"), "\n") {

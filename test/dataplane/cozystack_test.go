@@ -56,8 +56,6 @@ func TestCozystackManagementCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end: a whole cluster")
 	}
-	// Parallel (see TestMain): a cluster of its own that it mostly waits on.
-	t.Parallel()
 	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
 		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
 	}

@@ -47,8 +47,6 @@ func TestCozystackTenantCluster(t *testing.T) {
 	if !cluster.Covers(dp) {
 		t.Skipf("the %s dataplane, of which %s is a shape, is left out: %s", dp.Mode(), dp.Name(), cluster.EnvDataplanes)
 	}
-	// Parallel (see TestMain): a cluster of its own that it mostly waits on.
-	t.Parallel()
 	t.Run(dp.Name(), func(t *testing.T) { cozystackTenantStory(t, dp) })
 }
 

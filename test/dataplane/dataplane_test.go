@@ -21,15 +21,10 @@ import (
 	"github.com/coredns-hairpin/hairpin/test/harness/netns"
 )
 
-// TestMain checks that the machine is as the clusters found it.
-//
-// The tests that wait longest (the lifecycle, the migration, the Cozystack
-// clusters) call t.Parallel: Go runs them after every sequential story,
-// two at a time (`make test` gives -parallel 2; four at once on 2 cores,
-// beside other work, made kube-proxy and the node agent miss their
-// bounds), each on clusters of its own or on the shared clusters the
-// stories have left by then. They mostly wait on their clusters (reloads,
-// rollouts, resyncs), and on 2 cores CI's time is CPU time.
+// TestMain checks that the machine is as the clusters found it. The tests
+// run one at a time: side by side on 2 cores (t.Parallel, two or four at
+// once) the lifecycle's CoreDNS rollout and the migration's way back missed
+// their goals, and a node agent started a Pod too late.
 func TestMain(m *testing.M) {
 	if _, err := cluster.DataplanesChosen(); err != nil {
 		fmt.Fprintf(os.Stderr, "dataplane: %v\n", err)

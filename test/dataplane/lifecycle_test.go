@@ -61,9 +61,6 @@ var lifecycleModes = slices.DeleteFunc(slices.Clone(dataplane.FullModes), func(m
 // operation prints `lifecycle: OP requests=N failed=M window_ms=W` and fails
 // the test when it misses its goal.
 func TestLifecycleLosesNoRequest(t *testing.T) {
-	// Parallel (see TestMain): it waits on the shared clusters, which every
-	// sequential story has left by then.
-	t.Parallel()
 	dataplane.EachMode(t, lifecycleModes, lifecycle)
 }
 

@@ -51,8 +51,6 @@ func TestMigrateFromOuroboros(t *testing.T) {
 	if !slices.Contains(cluster.Dataplanes, cozyDataplane) {
 		t.Skipf("the %s dataplane is left out: %s", cozyDataplane, cluster.EnvDataplanes)
 	}
-	// Parallel (see TestMain): clusters of its own that it mostly waits on.
-	t.Parallel()
 	t.Run("cozystack-management", func(t *testing.T) {
 		root := cozyControllers[0]
 		migrate(t, migrationShape{
