@@ -36,16 +36,7 @@ func TestInstallCommandNamesTheDefaultTargetOnce(t *testing.T) {
 			if !strings.HasPrefix(cmd, "helm install hairpin "+chartRef+" --version 0.1.0 -n hairpin-system --create-namespace ") {
 				t.Errorf("command %q does not install the released chart", cmd)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(cmd, w) {
-					t.Errorf("command %q lacks %s", cmd, w)
-				}
-			}
-			for _, n := range tt.not {
-				if strings.Contains(cmd, n) {
-					t.Errorf("command %q has %s", cmd, n)
-				}
-			}
+			commandHasOnly(t, cmd, tt.want, tt.not)
 		})
 	}
 }
@@ -92,16 +83,22 @@ func TestInstallCommandCarriesTheClustersDomainAndServiceAccount(t *testing.T) {
 			f := &Facts{TargetsRead: true, Corefile: tt.corefile, CoreDNS: tt.pods, Options: Options{TargetsNamespace: "hairpin-system"}}
 			f.hints = newHintPlan(f)
 			cmd := installCommand(f)
-			for _, w := range tt.want {
-				if !strings.Contains(cmd, w) {
-					t.Errorf("command %q lacks %s", cmd, w)
-				}
-			}
-			for _, n := range tt.not {
-				if strings.Contains(cmd, n) {
-					t.Errorf("command %q has %s", cmd, n)
-				}
-			}
+			commandHasOnly(t, cmd, tt.want, tt.not)
 		})
+	}
+}
+
+// commandHasOnly fails unless cmd has each of want and none of not.
+func commandHasOnly(t *testing.T, cmd string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(cmd, w) {
+			t.Errorf("command %q lacks %s", cmd, w)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(cmd, n) {
+			t.Errorf("command %q has %s", cmd, n)
+		}
 	}
 }
